@@ -1,0 +1,119 @@
+"""VariantSpec: the compile-time choices that make one generated BFS kernel differ from another.
+
+Axes (DESIGN.md, "Variant axes"):
+
+* ``sigma`` - slice width of the BVSS (4, 8, 16, 32); theta = 32/sigma slices per lane.
+* ``update`` - ``eager`` (Alg. 2: visited/level/frontier atomics in the MMA loop) or ``lazy``
+  (Alg. 3: no-return atomic marks into V_next, then a coalesced finalization sweep).
+* ``dirty_sets`` - lazy only: Stage 1 also marks which V_next words it touched, so the
+  finalization visits only those (plus the words of the old frontier it must clear).
+* ``queue`` - ``vss`` (a work queue of the VSSs of frontier-touching slice sets) or ``sweep``
+  (every VSS each level, skipping those whose frontier word is zero).
+* ``switching`` - lazy only: levels where #unvisited < eta * |Q_curr| run the CUDA-core
+  bottom-up step (Alg. 4) over ``in_csr`` instead of the tensor cores; eta is a runtime argument.
+* ``launch`` - ``persistent`` (one cooperative kernel with grid barriers) or ``per_level``
+  (a host loop of one launch per stage per level).
+
+Block size and blocks per SM are runtime choices, not spec fields. Later families (multi-source
+with kappa, the CUDA-core kernels) extend this class with fields whose defaults keep old JSON valid.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+
+__all__ = ["VariantSpec", "variants", "SPEC_FORMAT"]
+
+SPEC_FORMAT = 1
+
+_CHOICES: dict[str, tuple] = {
+    "sigma": (4, 8, 16, 32),
+    "update": ("eager", "lazy"),
+    "dirty_sets": (False, True),
+    "queue": ("vss", "sweep"),
+    "switching": (False, True),
+    "launch": ("persistent", "per_level"),
+}
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """One point of the single-source BFS variant space; hashable and JSON round-trippable."""
+
+    sigma: int = 8
+    update: str = "lazy"
+    dirty_sets: bool = False
+    queue: str = "vss"
+    switching: bool = True
+    launch: str = "persistent"
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            allowed = _CHOICES[f.name]
+            if value not in allowed or type(value) is not type(allowed[0]):
+                raise ValueError(f"VariantSpec.{f.name} must be one of {allowed}, got {value!r}")
+        if self.update == "eager" and (self.dirty_sets or self.switching):
+            raise ValueError("dirty_sets and switching need update='lazy' (it owns V_next)")
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def theta(self) -> int:
+        """Slices per lane."""
+        return 32 // self.sigma
+
+    @property
+    def tau(self) -> int:
+        """Slices per VSS."""
+        return 32 * self.theta
+
+    @property
+    def name(self) -> str:
+        """A short identifier, also used as the kernel-name prefix."""
+        parts = [f"s{self.sigma}", self.update]
+        if self.dirty_sets:
+            parts.append("dirty")
+        parts.append(self.queue)
+        if self.switching:
+            parts.append("switch")
+        parts.append("pers" if self.launch == "persistent" else "perlevel")
+        return "_".join(parts)
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict:
+        return {"format": SPEC_FORMAT, **asdict(self)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> VariantSpec:
+        data = dict(data)
+        fmt = data.pop("format", SPEC_FORMAT)
+        if fmt != SPEC_FORMAT:
+            raise ValueError(f"unknown VariantSpec format {fmt!r} (this blest reads {SPEC_FORMAT})")
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown VariantSpec fields: {sorted(unknown)}")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> VariantSpec:
+        return cls.from_dict(json.loads(text))
+
+
+def variants(**fixed) -> Iterator[VariantSpec]:
+    """Every valid VariantSpec, optionally with some axes fixed (``variants(sigma=8)``)."""
+    for key in fixed:
+        if key not in _CHOICES:
+            raise ValueError(f"unknown axis {key!r}")
+    axes = {k: ((fixed[k],) if k in fixed else v) for k, v in _CHOICES.items()}
+    for combo in itertools.product(*axes.values()):
+        kwargs = dict(zip(axes, combo, strict=True))
+        if kwargs["update"] == "eager" and (kwargs["dirty_sets"] or kwargs["switching"]):
+            continue
+        yield VariantSpec(**kwargs)

@@ -1,0 +1,65 @@
+"""Exception classes of blest.
+
+Every error a user can cause derives from :class:`BlestError`; the command-line tools turn
+those into one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BlestError",
+    "GraphFormatError",
+    "GraphLimitError",
+    "GPUUnavailableError",
+    "CompileError",
+    "ConfigError",
+]
+
+
+class BlestError(Exception):
+    """Base class of every error blest raises on bad input or a missing capability."""
+
+
+class GraphFormatError(BlestError, ValueError):
+    """A graph file or object cannot be read as a graph.
+
+    Attributes
+    ----------
+    path : str or None
+        The file, when the graph came from one.
+    line : int or None
+        1-based line number of the offending line, when there is one.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
+        self.path = None if path is None else str(path)
+        self.line = line
+        where = ""
+        if self.path is not None:
+            where = self.path if line is None else f"{self.path}:{line}"
+            where += ": "
+        elif line is not None:
+            where = f"line {line}: "
+        super().__init__(where + message)
+        self.reason = message
+
+
+class GraphLimitError(BlestError, ValueError):
+    """A graph exceeds what blest can represent (vertex count, arc count)."""
+
+
+class GPUUnavailableError(BlestError, RuntimeError):
+    """A GPU feature was asked for but CuPy, NVRTC, a driver or a suitable GPU is missing."""
+
+
+class CompileError(BlestError, RuntimeError):
+    """NVRTC rejected generated source; carries the compiler log and the offending source line."""
+
+    def __init__(self, message: str, *, log: str = "", source: str = ""):
+        self.log = log
+        self.source = source
+        super().__init__(message)
+
+
+class ConfigError(BlestError, ValueError):
+    """A tuned config or prepared artifact is unreadable, of an unknown version or mismatched."""

@@ -1,0 +1,241 @@
+"""Binarized Virtual Slice Sets (BVSS): the compressed adjacency the tensor-core kernels read.
+
+Layout (DESIGN.md, "Notation"), for slice width sigma in {4, 8, 16, 32}:
+
+* theta = 32 / sigma slices per lane, tau = 32 * theta slices per virtual slice set (VSS).
+* Slice set s covers columns [s*sigma, (s+1)*sigma) of A (A[i][j] = 1 iff arc j→i), i.e. the
+  out-arcs of sigma consecutive source vertices. Row i has a slice in set s iff it has a nonzero
+  there; the slice is (row id i, sigma-bit mask), bit k <-> column s*sigma + k.
+* Within a set, slices are in ascending row id and cut into ceil(slices / tau) VSSs in that
+  order; the last VSS is padded with zero masks whose row id repeats its last real row.
+* ``row_ids``: tau per VSS; lane l owns row_ids[v*tau + l*theta : v*tau + (l+1)*theta].
+* ``masks``: one uint32 per lane per VSS; lane l's slot k occupies bits [k*sigma, (k+1)*sigma).
+* ``real_ptrs`` (Ns + 1): VSS range of each slice set; ``virtual_to_real`` (Nv): its set.
+
+Source: Blest (BVSS, Sec. 4), built here from ``out_csr`` with one sort and segment sums, in
+NumPy or, given ``xp=cupy``, on the GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SIGMAS", "BVSS", "BVSSStats", "build_bvss", "u_div"]
+
+SIGMAS = (4, 8, 16, 32)
+
+
+@dataclass(frozen=True)
+class BVSSStats:
+    """Size and shape statistics of one BVSS (DESIGN.md definitions)."""
+
+    sigma: int
+    n_slice_sets: int  # Ns = ceil(n / sigma), empty sets included
+    n_vss: int  # Nv
+    real_slices: int
+    padded_slices: int
+    compression_ratio: float  # nnz / (real_slices * sigma)
+    u_div: float
+    gpu_bytes: int
+
+
+@dataclass(frozen=True, eq=False)
+class BVSS:
+    """BVSS arrays of one graph at one sigma (NumPy or CuPy arrays, see ``xp``)."""
+
+    sigma: int
+    n: int
+    nnz: int
+    row_ids: Any  # int32, Nv * tau
+    masks: Any  # uint32, Nv * 32
+    real_ptrs: Any  # int32, Ns + 1
+    virtual_to_real: Any  # int32, Nv
+    real_slices: int
+
+    @property
+    def theta(self) -> int:
+        return 32 // self.sigma
+
+    @property
+    def tau(self) -> int:
+        return 32 * self.theta
+
+    @property
+    def n_slice_sets(self) -> int:
+        return -(-self.n // self.sigma)
+
+    @property
+    def n_vss(self) -> int:
+        return int(self.virtual_to_real.shape[0])
+
+    @property
+    def gpu_bytes(self) -> int:
+        return int(
+            self.row_ids.nbytes + self.masks.nbytes + self.real_ptrs.nbytes
+            + self.virtual_to_real.nbytes
+        )
+
+    def to_numpy(self) -> BVSS:
+        """A copy whose arrays are NumPy arrays (identity when they already are)."""
+        if isinstance(self.row_ids, np.ndarray):
+            return self
+        return BVSS(
+            self.sigma, self.n, self.nnz, self.row_ids.get(), self.masks.get(),
+            self.real_ptrs.get(), self.virtual_to_real.get(), self.real_slices,
+        )
+
+    def stats(self) -> BVSSStats:
+        nv = self.n_vss
+        return BVSSStats(
+            sigma=self.sigma,
+            n_slice_sets=self.n_slice_sets,
+            n_vss=nv,
+            real_slices=self.real_slices,
+            padded_slices=nv * self.tau - self.real_slices,
+            compression_ratio=self.nnz / (self.real_slices * self.sigma) if self.nnz else 0.0,
+            u_div=u_div(self),
+            gpu_bytes=self.gpu_bytes,
+        )
+
+    def slice_mask(self, position: np.ndarray) -> np.ndarray:
+        """Mask of the slices at flat positions ``v*tau + l*theta + k`` (NumPy arrays)."""
+        position = np.asarray(position, dtype=np.int64)
+        vss, rem = np.divmod(position, self.tau)
+        lane, slot = np.divmod(rem, self.theta)
+        words = np.asarray(self.to_numpy().masks)[vss * 32 + lane].astype(np.uint64)
+        full = np.uint64((1 << self.sigma) - 1)
+        return ((words >> (slot * self.sigma).astype(np.uint64)) & full).astype(np.uint32)
+
+
+def _xp_of(xp: Any) -> Any:
+    return np if xp is None else xp
+
+
+def build_bvss(graph: Any, sigma: int, *, xp: Any = None) -> BVSS:
+    """Build the BVSS of ``graph`` (a :class:`blest.Graph`) at slice width ``sigma``.
+
+    Parameters
+    ----------
+    graph : Graph
+        Reads ``out_ptr``/``out_idx`` (out_csr) and ``n``.
+    sigma : {4, 8, 16, 32}
+        Slice width.
+    xp : module, optional
+        ``numpy`` (default) or ``cupy`` to build on the GPU; the arrays of the result live there.
+    """
+    if sigma not in SIGMAS:
+        raise ValueError(f"sigma must be one of {SIGMAS}, got {sigma!r}")
+    xp = _xp_of(xp)
+    n = int(graph.n)
+    theta = 32 // sigma
+    tau = 32 * theta
+    log_sigma = sigma.bit_length() - 1
+    n_sets = -(-n // sigma)
+    out_ptr = xp.asarray(graph.out_ptr, dtype=xp.int64)
+    out_idx = xp.asarray(graph.out_idx, dtype=xp.int64)
+    nnz = int(out_idx.shape[0])
+
+    # One key per arc: (slice set of the source, destination row, bit of the source).
+    src = xp.repeat(xp.arange(n, dtype=xp.int64), xp.diff(out_ptr).astype(xp.int64), axis=0) if (
+        xp is np
+    ) else _repeat_gpu(xp, out_ptr, n, nnz)
+    keys = (((src >> log_sigma) * n + out_idx) << log_sigma) | (src & (sigma - 1))
+    del src
+    keys = xp.sort(keys)
+    slice_keys = keys >> log_sigma
+    bits = xp.left_shift(xp.uint64(1), (keys & (sigma - 1)).astype(xp.uint64))
+    del keys
+
+    # Segments of equal (set, row): one slice each; its mask is the sum of distinct bits.
+    if nnz:
+        starts_flag = xp.empty(nnz, dtype=bool)
+        starts_flag[0] = True
+        xp.not_equal(slice_keys[1:], slice_keys[:-1], out=starts_flag[1:])
+        starts = xp.flatnonzero(starts_flag)
+    else:
+        starts = xp.zeros(0, dtype=xp.int64)
+    n_slices = int(starts.shape[0])
+    csum = xp.concatenate([xp.zeros(1, dtype=xp.uint64), xp.cumsum(bits)])
+    ends = xp.concatenate([starts[1:], xp.asarray([nnz], dtype=starts.dtype)])
+    slice_mask = (csum[ends] - csum[starts]).astype(xp.uint32)
+    slice_key = slice_keys[starts]
+    del csum, bits, slice_keys, ends
+    slice_set = slice_key // max(n, 1)
+    slice_row = (slice_key - slice_set * n).astype(xp.int32)
+
+    # VSS counts and positions.
+    per_set = xp.bincount(slice_set, minlength=n_sets).astype(xp.int64)
+    vss_per_set = (per_set + tau - 1) // tau
+    real_ptrs = xp.zeros(n_sets + 1, dtype=xp.int64)
+    real_ptrs[1:] = xp.cumsum(vss_per_set)
+    n_vss = int(real_ptrs[-1])
+    set_first_slice = xp.zeros(n_sets + 1, dtype=xp.int64)
+    set_first_slice[1:] = xp.cumsum(per_set)
+    virtual_to_real = xp.repeat(xp.arange(n_sets, dtype=xp.int64), vss_per_set)
+
+    # For every position of every VSS, the slice it shows (padding repeats the last real one).
+    vss_ids = xp.arange(n_vss, dtype=xp.int64)
+    first_in_vss = set_first_slice[virtual_to_real] + (vss_ids - real_ptrs[virtual_to_real]) * tau
+    real_in_vss = xp.minimum(set_first_slice[virtual_to_real + 1] - first_in_vss, tau)
+    q = xp.arange(tau, dtype=xp.int64)
+    pos_slice = first_in_vss[:, None] + xp.minimum(q[None, :], real_in_vss[:, None] - 1)
+    row_ids = slice_row[pos_slice.ravel()] if n_slices else xp.zeros(0, dtype=xp.int32)
+    is_real = q[None, :] < real_in_vss[:, None]
+    del pos_slice
+
+    # Mask words: slot k of lane l holds the slice at position l*theta + k.
+    masks = xp.zeros((n_vss, 32), dtype=xp.uint32)
+    for k in range(theta):
+        pos = q[k::theta]  # positions l*theta + k, l = 0..31
+        idx = first_in_vss[:, None] + pos[None, :]
+        real = is_real[:, k::theta]
+        m = xp.where(real, slice_mask[xp.minimum(idx, max(n_slices - 1, 0))], 0) if n_slices else 0
+        masks |= (xp.asarray(m, dtype=xp.uint32) << xp.uint32(k * sigma)) if sigma < 32 else m
+    return BVSS(
+        sigma=sigma,
+        n=n,
+        nnz=nnz,
+        row_ids=xp.ascontiguousarray(row_ids.astype(xp.int32)),
+        masks=xp.ascontiguousarray(masks.ravel()),
+        real_ptrs=real_ptrs.astype(xp.int32),
+        virtual_to_real=virtual_to_real.astype(xp.int32),
+        real_slices=n_slices,
+    )
+
+
+def _repeat_gpu(xp: Any, out_ptr: Any, n: int, nnz: int) -> Any:
+    """Source vertex of every arc, on the GPU (CuPy's repeat needs host counts)."""
+    marks = xp.zeros(nnz + 1, dtype=xp.int64)
+    xp.add.at(marks, out_ptr[1:-1], 1) if n > 1 else None
+    return xp.cumsum(marks[:nnz])
+
+
+def u_div(bvss: BVSS) -> float:
+    """Average row-id spread inside VSSs (DESIGN.md's U_div, at this BVSS's sigma).
+
+    For each VSS and each of its theta slot columns with a nonzero mask, the population
+    standard deviation of the row ids of the nonzero slices; averaged over those columns,
+    then over VSSs.
+    """
+    b = bvss.to_numpy()
+    nv, theta = b.n_vss, b.theta
+    if nv == 0:
+        return 0.0
+    rows = np.asarray(b.row_ids, dtype=np.float64).reshape(nv, 32, theta)
+    words = np.asarray(b.masks).reshape(nv, 32, 1).astype(np.uint64)
+    shifts = (np.arange(theta, dtype=np.uint64) * np.uint64(b.sigma)).reshape(1, 1, theta)
+    full = np.uint64((1 << b.sigma) - 1)
+    live = ((words >> shifts) & full) != 0  # (nv, 32, theta)
+    cnt = live.sum(axis=1)  # (nv, theta)
+    safe = np.maximum(cnt, 1)
+    mean = (rows * live).sum(axis=1) / safe
+    var = (((rows - mean[:, None, :]) ** 2) * live).sum(axis=1) / safe
+    std = np.sqrt(var)
+    cols = cnt > 0
+    ncols = cols.sum(axis=1)
+    per_vss = np.where(ncols > 0, (std * cols).sum(axis=1) / np.maximum(ncols, 1), 0.0)
+    has = ncols > 0
+    return float(per_vss[has].mean()) if has.any() else 0.0
