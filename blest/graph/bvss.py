@@ -139,9 +139,7 @@ def build_bvss(graph: Any, sigma: int, *, xp: Any = None) -> BVSS:
     nnz = int(out_idx.shape[0])
 
     # One key per arc: (slice set of the source, destination row, bit of the source).
-    src = xp.repeat(xp.arange(n, dtype=xp.int64), xp.diff(out_ptr).astype(xp.int64), axis=0) if (
-        xp is np
-    ) else _repeat_gpu(xp, out_ptr, n, nnz)
+    src = xp.searchsorted(out_ptr, xp.arange(nnz, dtype=xp.int64), side="right") - 1
     keys = (((src >> log_sigma) * n + out_idx) << log_sigma) | (src & (sigma - 1))
     del src
     keys = xp.sort(keys)
@@ -204,13 +202,6 @@ def build_bvss(graph: Any, sigma: int, *, xp: Any = None) -> BVSS:
         virtual_to_real=virtual_to_real.astype(xp.int32),
         real_slices=n_slices,
     )
-
-
-def _repeat_gpu(xp: Any, out_ptr: Any, n: int, nnz: int) -> Any:
-    """Source vertex of every arc, on the GPU (CuPy's repeat needs host counts)."""
-    marks = xp.zeros(nnz + 1, dtype=xp.int64)
-    xp.add.at(marks, out_ptr[1:-1], 1) if n > 1 else None
-    return xp.cumsum(marks[:nnz])
 
 
 def u_div(bvss: BVSS) -> float:

@@ -1,0 +1,166 @@
+"""GPU correctness of every generated variant: levels vs SciPy, per-level state vs the NumPy
+emulator, poisoned outputs, launch geometries. Skipped cleanly without a GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gpu_util import graph_zoo, path_like, requires_gpu, sources
+
+from blest import VariantSpec, variants
+from blest.graph.bvss import build_bvss
+from blest.graph.ordering import permute_graph, rcm
+from blest.reference import bfs_levels, emulate_spec
+
+pytestmark = [pytest.mark.gpu, requires_gpu]
+
+POISON = np.int32(0x5A5A5A5A)
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    seed = int(np.random.SeedSequence().entropy) % 2**32
+    print(f"graph zoo seed {seed}")
+    rng = np.random.default_rng(seed)
+    return rng, graph_zoo(rng)
+
+
+def _engine(graph, spec, **kw):
+    from blest.runtime.engine import Engine
+
+    return Engine(graph, spec, **kw)
+
+
+@pytest.mark.parametrize("spec", list(variants()), ids=lambda s: s.name)
+def test_levels_match_scipy(zoo, spec):
+    rng, graphs = zoo
+    for name, graph in graphs.items():
+        eta = float(rng.choice([0.5, 2.0, 10.0, 1e9]))
+        with _engine(graph, spec, eta=eta) as eng:
+            for src in sources(rng, graph):
+                want = bfs_levels(graph, src)
+                out = np.full(graph.n, POISON, dtype=np.int32)
+                got = eng.bfs(src, out=out)
+                assert got is out
+                np.testing.assert_array_equal(got, want, err_msg=f"{spec.name} {name} src={src}")
+                assert eng.stats.depth == want.max(), (name, src)
+                assert eng.stats.visited == int((want >= 0).sum()), (name, src)
+                fresh = eng.bfs(src)
+                np.testing.assert_array_equal(fresh, want)
+                dev = eng.bfs(src, out="device")
+                np.testing.assert_array_equal(dev.get(), want)
+
+
+FAMILIES = [
+    VariantSpec(sigma=s, update="lazy", dirty_sets=d, queue=q, switching=sw, launch="persistent")
+    for s in (4, 8, 16, 32)
+    for d, q, sw in ((False, "vss", True), (True, "sweep", True), (True, "vss", False))
+] + [VariantSpec(sigma=s, update="eager", switching=False, queue=q) for s in (8, 32) for q in ("vss", "sweep")] + [
+    VariantSpec(sigma=8, launch="per_level", dirty_sets=True),
+    VariantSpec(sigma=16, update="eager", launch="per_level", switching=False),
+]
+
+
+@pytest.mark.parametrize("spec", FAMILIES, ids=lambda s: s.name)
+def test_level_states_match_emulator(zoo, spec):
+    rng, graphs = zoo
+    for name in ("power_law", "directed", "hubs", "disconnected"):
+        graph = graphs[name]
+        eta = float(rng.choice([1.0, 4.0, 50.0]))
+        bvss = build_bvss(graph, spec.sigma)
+        src = sources(rng, graph, 1)[0]
+        ref = emulate_spec(bvss, graph, src, spec, eta=eta)
+        with _engine(graph, spec, eta=eta) as eng:
+            full = eng.bfs(src)
+            np.testing.assert_array_equal(full, ref.levels)
+            if spec.switching:
+                want_bu = tuple(i for i, d in enumerate(ref.directions) if d == "bottom_up")
+                assert eng.stats.bottom_up_levels == want_bu, name
+            for state in ref.states:
+                eng.bfs(src, depth_limit=state.level)
+                got = eng.debug_state()
+                ctx = f"{spec.name} {name} src={src} level={state.level}"
+                np.testing.assert_array_equal(got["visited"], state.visited, err_msg=ctx)
+                np.testing.assert_array_equal(got["frontier"], state.frontier, err_msg=ctx)
+                assert got["qsize"] == state.queue.size, ctx
+                if got["queue"] is not None:
+                    np.testing.assert_array_equal(got["queue"], state.queue, err_msg=ctx)
+
+
+@pytest.mark.parametrize("spec", FAMILIES[:6] + FAMILIES[-4:], ids=lambda s: s.name)
+def test_launch_geometry_does_not_change_levels(zoo, spec):
+    rng, graphs = zoo
+    graph = graphs["power_law"]
+    src = sources(rng, graph, 1)[0]
+    with _engine(graph, spec) as a, _engine(graph, spec, block_size=64, blocks_per_sm=1) as b:
+        assert a.grid_size != b.grid_size or a.block_size != b.block_size
+        np.testing.assert_array_equal(a.bfs(src), b.bfs(src))
+
+
+def test_deep_graph_with_rcm_permutation(zoo):
+    rng, _ = zoo
+    graph = path_like(rng, 3000)
+    perm = rcm(graph)
+    internal = permute_graph(graph, perm)
+    src = int(rng.integers(graph.n))
+    want = bfs_levels(graph, src)
+    assert want.max() >= 300
+    for spec in (VariantSpec(sigma=8), VariantSpec(sigma=8, dirty_sets=True, queue="sweep")):
+        with _engine(graph, spec, permutation=perm) as eng:
+            np.testing.assert_array_equal(eng.bfs(src), want)
+            assert eng.bvss.n == internal.n
+
+
+def test_mma_instruction_matches_emulation():
+    import cupy as cp
+
+    from blest.codegen.compile import compile_source, launch, load_module
+    from blest.codegen.toolchain import require_gpu
+    from blest.reference.mma import mma_m8n8k128_and_popc
+
+    device, arch, _ = require_gpu()
+    src = r"""
+    extern "C" __global__ void mma_test(const unsigned* a, const unsigned* b, int* c, int batches) {
+        const int lane = threadIdx.x & 31, warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+        if (warp >= batches) return;
+        int c0, c1;
+        asm volatile("mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.and.popc "
+                     "{%0, %1}, {%2}, {%3}, {%4, %5};\n"
+                     : "=r"(c0), "=r"(c1) : "r"(a[warp * 32 + lane]), "r"(b[warp * 32 + lane]),
+                       "r"(0), "r"(0));
+        c[(warp * 32 + lane) * 2] = c0;
+        c[(warp * 32 + lane) * 2 + 1] = c1;
+    }
+    """
+    module = load_module(compile_source(src, arch=arch, target="cubin"), device)
+    kernel = module.get_function("mma_test")
+    rng = np.random.default_rng()
+    batches = 64
+    a = rng.integers(0, 2**32, (batches, 32), dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, (batches, 32), dtype=np.uint64).astype(np.uint32)
+    b[: batches // 2] &= rng.integers(0, 2**32, (batches // 2, 32), dtype=np.uint64).astype(
+        np.uint32
+    )  # sparser words too
+    c = cp.full((batches, 32, 2), -1, dtype=cp.int32)
+    launch(kernel, (batches,), (32,), (cp.asarray(a), cp.asarray(b), c, np.int32(batches)))
+    np.testing.assert_array_equal(c.get(), mma_m8n8k128_and_popc(a, b))
+
+
+def test_engine_rejects_bad_input(zoo):
+    _, graphs = zoo
+    graph = graphs["uniform"]
+    with _engine(graph, VariantSpec()) as eng:
+        with pytest.raises(IndexError):
+            eng.bfs(graph.n)
+        with pytest.raises(IndexError):
+            eng.bfs(-1)
+        with pytest.raises(TypeError):
+            eng.bfs(1.5)
+        with pytest.raises(ValueError):
+            eng.bfs(0, out=np.zeros(graph.n + 1, dtype=np.int32))
+        with pytest.raises(ValueError):
+            eng.bfs(0, out=np.zeros(graph.n, dtype=np.int64))
+        with pytest.raises(ValueError):
+            eng.bfs(0, depth_limit=-2)
+    with pytest.raises(RuntimeError):
+        eng.bfs(0)
