@@ -74,6 +74,9 @@ class Engine:
         Threads per block (a multiple of 32, at most 1024).
     blocks_per_sm : int, optional
         Blocks per multiprocessor; default and upper bound: what the occupancy API allows.
+    bvss : BVSS, optional
+        A BVSS already built (NumPy or CuPy arrays) from the graph *after* ``permutation``, at
+        ``spec.sigma``; saves the build when several engines share a graph.
     """
 
     def __init__(
@@ -86,6 +89,7 @@ class Engine:
         device: int | None = None,
         block_size: int = 256,
         blocks_per_sm: int | None = None,
+        bvss: BVSS | None = None,
     ) -> None:
         from blest.codegen import toolchain
 
@@ -105,7 +109,11 @@ class Engine:
         internal = graph if permutation is None else permute_graph(graph, permutation)
         with cp.cuda.Device(self._device_id):
             self._check_memory(internal)
-            self.bvss: BVSS = build_bvss(internal, self.spec.sigma, xp=cp)
+            if bvss is None:
+                bvss = build_bvss(internal, self.spec.sigma, xp=cp)
+            elif bvss.sigma != self.spec.sigma or bvss.n != internal.n or bvss.nnz != internal.nnz:
+                raise ValueError("the given bvss does not match this graph and spec.sigma")
+            self.bvss = bvss
             self._upload(internal)
             self._module_load(block_size, blocks_per_sm)
         self.last_stats: BFSStats | None = None
@@ -130,10 +138,10 @@ class Engine:
         n = g.n
         self._n_words = (n + 31) // 32
         arrays: dict[str, Any] = {
-            "row_ids": b.row_ids,
-            "masks": b.masks,
-            "real_ptrs": b.real_ptrs,
-            "virtual_to_real": b.virtual_to_real,
+            "row_ids": cp.asarray(b.row_ids),
+            "masks": cp.asarray(b.masks),
+            "real_ptrs": cp.asarray(b.real_ptrs),
+            "virtual_to_real": cp.asarray(b.virtual_to_real),
         }
         if spec.switching:
             arrays["in_ptr"] = cp.asarray(g.in_ptr, dtype=cp.int64)
