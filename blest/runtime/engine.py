@@ -28,7 +28,7 @@ from blest.graph.ordering import Permutation, permute_graph
 __all__ = ["Engine", "BFSStats"]
 
 CTL_WORDS = 16
-CTL = {"qsize": 0, "new": 4, "visited": 8, "depth": 9, "done": 12, "levels_run": 13}
+CTL = {"qsize": 0, "new": 4, "visited": 8, "depth": 9, "done": 12, "levels_run": 13, "error": 14}
 PER_LEVEL_BATCH = 16
 
 
@@ -271,7 +271,12 @@ class Engine:
         else:
             self._per_level_loop(limit, eta)
         stop.record()
-        stop.synchronize()
+        self._state["ctl"].get(out=self._host_ctl)  # waits for the traversal
+        if self._host_ctl[CTL["error"]]:
+            raise RuntimeError(
+                f"kernel {self.spec.name}: a grid barrier timed out (a block never arrived); "
+                "the result is void. Please report this with the graph and source."
+            )
         self._last = (user, start, stop)
         self.last_stats = None
 
@@ -320,8 +325,8 @@ class Engine:
             if not hasattr(self, "_last"):
                 raise RuntimeError("no bfs call yet")
             user, start, stop = self._last
+            ctl = self._host_ctl
             with self._cp.cuda.Device(self._device_id):
-                ctl = self._state["ctl"].get()
                 ms = self._cp.cuda.get_elapsed_time(start, stop)
                 bottom_up: tuple[int, ...] = ()
                 if self.spec.switching:
