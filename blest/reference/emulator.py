@@ -1,0 +1,293 @@
+"""Level-by-level NumPy emulation of the blest BFS kernels (docs/algorithm.md, exactly).
+
+Each level L is either expanded top-down on (emulated) tensor cores over the queued VSSs, with
+the eager update (Blest paper, Alg. 2: visited check, level write and queue append in the hot
+path) or the lazy update (Alg. 3: marks into V_next, then a finalization sweep over all words or,
+with dirty sets, over the dirty words plus the old frontier's words), or - lazy variants with
+switching only - bottom-up on CUDA cores over ``in_csr`` (Alg. 4) when
+``unvisited_L < eta * |Q_L|``. The per-level popcounts come from the bit-exact MMA emulation
+(:mod:`blest.reference.mma`) on the real fragment packing, vectorized over all VSSs of the queue.
+Buffers are kept the way the kernels keep them (one frontier buffer overwritten in place by the
+lazy finalization, V_next cleared only where finalized), so a wrong word set shows up as a wrong
+state. The recorded per-level states are the same for every variant (docs/algorithm.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from blest.reference.bitmaps import (
+    bitmap_to_bool,
+    bits_set,
+    concat_ranges,
+    ids_to_words,
+    n_words,
+    popcount32,
+    set_alphas,
+    sets_of_words,
+    vss_of_sets,
+    words_to_ids,
+)
+from blest.reference.mma import SIGMAS, slot_popcounts
+from blest.reference.scipy_bfs import check_source
+
+__all__ = ["LevelState", "EmulatorResult", "emulate_bfs", "emulate_spec"]
+
+TOP_DOWN = "top_down"
+BOTTOM_UP = "bottom_up"
+#: VSSs per batch of the emulated MMA (bounds the (batch, 8, 8, 4) temporaries).
+_CHUNK = 8192
+
+
+@dataclass(frozen=True, eq=False)
+class LevelState:
+    """State at the start of level ``level`` (after level ``level - 1`` was finalized).
+
+    ``frontier``: F_L words; ``visited``: words of vertices with level <= L; ``queue``: sorted
+    VSS ids of Q_L (int64); ``direction``: how level L was expanded, ``"top_down"`` or
+    ``"bottom_up"``, or None where the run stopped (F_L empty, or L == depth_limit);
+    ``unvisited``: n - popcount(visited).
+    """
+
+    level: int
+    frontier: np.ndarray
+    visited: np.ndarray
+    queue: np.ndarray
+    direction: str | None
+    unvisited: int
+
+
+@dataclass(frozen=True, eq=False)
+class EmulatorResult:
+    """Levels (int32, -1 unreachable, internal ids), depth (largest level reached) and, when
+    recorded, one :class:`LevelState` per level the run reached: levels 0 .. depth + 1 (the
+    last one with an empty frontier), or 0 .. depth_limit when the limit stopped it."""
+
+    levels: np.ndarray
+    depth: int
+    states: list[LevelState] | None = None
+
+    @property
+    def directions(self) -> list[str | None]:
+        if self.states is None:
+            raise ValueError("states were not recorded (record=False)")
+        return [s.direction for s in self.states]
+
+
+def _in_adjacency(graph_or_in_csr: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(in_ptr, in_idx) from a Graph, a SciPy sparse in_csr, or a (ptr, idx) pair."""
+    g = graph_or_in_csr
+    if hasattr(g, "in_ptr") and hasattr(g, "in_idx"):
+        if int(g.n) != n:
+            raise ValueError(f"graph has {g.n} vertices but the BVSS has {n}")
+        return np.asarray(g.in_ptr, dtype=np.int64), np.asarray(g.in_idx, dtype=np.int64)
+    if hasattr(g, "tocsr"):
+        m = g.tocsr()
+        if m.shape != (n, n):
+            raise ValueError(f"in_csr has shape {m.shape}, expected ({n}, {n})")
+        if not m.has_sorted_indices:
+            m = m.sorted_indices()
+        return np.asarray(m.indptr, dtype=np.int64), np.asarray(m.indices, dtype=np.int64)
+    ptr, idx = g
+    ptr = np.asarray(ptr, dtype=np.int64)
+    if ptr.shape != (n + 1,):
+        raise ValueError(f"in_ptr must have n + 1 = {n + 1} entries, got {ptr.shape}")
+    return ptr, np.asarray(idx, dtype=np.int64)
+
+
+def _top_down_reached(
+    masks: np.ndarray,
+    rows: np.ndarray,
+    v2r: np.ndarray,
+    alphas: np.ndarray,
+    queue: np.ndarray,
+    sigma: int,
+) -> np.ndarray:
+    """Row ids reached by the VSSs of ``queue`` (with repeats): slots whose MMA count is > 0."""
+    out = [np.zeros(0, dtype=np.int64)]
+    for start in range(0, queue.size, _CHUNK):
+        q = queue[start : start + _CHUNK]
+        counts = slot_popcounts(masks[q], alphas[v2r[q]], sigma)  # (k, 32, theta)
+        hit = counts.reshape(q.size, -1) > 0  # position lane*theta + slot
+        out.append(rows[q][hit].astype(np.int64))
+    return np.concatenate(out)
+
+
+def _bottom_up_reached(
+    in_ptr: np.ndarray, in_idx: np.ndarray, visited: np.ndarray, frontier: np.ndarray, n: int
+) -> np.ndarray:
+    """Unvisited vertices with an in-neighbour in the frontier (Alg. 4), ascending."""
+    unv = np.flatnonzero(~bitmap_to_bool(visited, n))
+    starts = in_ptr[unv]
+    deg = in_ptr[unv + 1] - starts
+    nbrs = in_idx[concat_ranges(starts, deg)]
+    owner = np.repeat(np.arange(unv.size, dtype=np.int64), deg)
+    hits = np.bincount(owner[bits_set(frontier, nbrs)], minlength=unv.size)
+    return unv[hits > 0]
+
+
+def emulate_bfs(
+    bvss: Any,
+    graph_or_in_csr: Any,
+    src: Any,
+    *,
+    update: str = "lazy",
+    switching: bool = False,
+    eta: float = 10.0,
+    dirty_sets: bool = False,
+    queue: str = "vss",
+    depth_limit: int | None = None,
+    record: bool = True,
+) -> EmulatorResult:
+    """Run one BFS from ``src`` the way the generated kernels do, on the CPU.
+
+    Parameters
+    ----------
+    bvss : BVSS
+        BVSS of the graph (any sigma); ids are its internal ids.
+    graph_or_in_csr : Graph, scipy sparse matrix, (in_ptr, in_idx) or None
+        In-adjacency for the bottom-up step (row v = in-neighbours of v); only read when
+        ``switching``. A Graph is also checked against the BVSS.
+    src : int
+        Source vertex (internal id).
+    update : "eager" or "lazy"
+    switching : bool
+        Lazy only: bottom-up at levels with ``unvisited < eta * |Q|``.
+    eta : float
+        Switching constant.
+    dirty_sets : bool
+        Lazy only: finalize only dirty V_next words plus the old frontier's words. Both the
+        top-down and the bottom-up step mark the words they OR into V_next as dirty.
+    queue : "vss" or "sweep"
+        Materialized VSS queue, or a sweep over all VSSs skipping those with alpha == 0.
+    depth_limit : int, optional
+        Stop after computing level ``depth_limit``.
+    record : bool
+        Keep a copy of every level's state.
+    """
+    if update not in ("eager", "lazy"):
+        raise ValueError(f"update must be 'eager' or 'lazy', got {update!r}")
+    if queue not in ("vss", "sweep"):
+        raise ValueError(f"queue must be 'vss' or 'sweep', got {queue!r}")
+    if update == "eager" and (switching or dirty_sets):
+        raise ValueError("dirty_sets and switching need update='lazy' (it owns V_next)")
+    if depth_limit is not None and int(depth_limit) < 0:
+        raise ValueError(f"depth_limit must be >= 0, got {depth_limit}")
+    b = bvss.to_numpy()
+    sigma, n = int(b.sigma), int(b.n)
+    if sigma not in SIGMAS:
+        raise ValueError(f"unsupported sigma {sigma}")
+    if hasattr(graph_or_in_csr, "n") and int(graph_or_in_csr.n) != n:
+        raise ValueError(f"graph has {graph_or_in_csr.n} vertices but the BVSS has {n}")
+    src = check_source(src, n)
+    lazy = update == "lazy"
+    if switching:
+        if graph_or_in_csr is None:
+            raise ValueError("switching needs the in-adjacency (a Graph or in_csr)")
+        in_ptr, in_idx = _in_adjacency(graph_or_in_csr, n)
+
+    n_sets, nv, tau = b.n_slice_sets, b.n_vss, b.tau
+    masks = np.asarray(b.masks, dtype=np.uint32).reshape(nv, 32)
+    rows = np.asarray(b.row_ids).reshape(nv, tau)
+    real_ptrs = np.asarray(b.real_ptrs, dtype=np.int64)
+    v2r = np.asarray(b.virtual_to_real, dtype=np.int64)
+    n_w = n_words(n)
+
+    levels = np.full(n, -1, dtype=np.int32)
+    levels[src] = 0
+    frontier = np.zeros(n_w, dtype=np.uint32)
+    frontier[src >> 5] = np.uint32(1 << (src & 31))
+    visited = frontier.copy()
+    v_next = np.zeros(n_w, dtype=np.uint32)
+    dirty = np.zeros(n_w, dtype=bool)
+    all_words = np.arange(n_w, dtype=np.int64)
+    unvisited = n - 1
+    q = vss_of_sets(np.asarray([src // sigma]), real_ptrs)  # Q_0 (queue="vss")
+    states: list[LevelState] = []
+    level = 0
+    while True:
+        alphas = set_alphas(frontier, sigma, n_sets)
+        if queue == "sweep":  # visit every VSS, skip those whose set has no frontier bit
+            q = np.flatnonzero(alphas[v2r] != 0)
+        stop = not frontier.any() or (depth_limit is not None and level >= depth_limit)
+        if stop:
+            direction = None
+        elif lazy and switching and unvisited < eta * q.size:
+            direction = BOTTOM_UP
+        else:
+            direction = TOP_DOWN
+        if record:
+            states.append(
+                LevelState(level, frontier.copy(), visited.copy(), np.sort(q), direction, unvisited)
+            )
+        if stop:
+            break
+
+        if direction == TOP_DOWN:
+            reached = _top_down_reached(masks, rows, v2r, alphas, q, sigma)
+            candidates = reached[~bits_set(visited, reached)]
+        else:
+            candidates = _bottom_up_reached(in_ptr, in_idx, visited, frontier, n)
+
+        if not lazy:  # eager: atomicOr(visited) decides who is new; F_{L+1} fresh buffer
+            new_ids = np.unique(candidates)
+            w, bits = ids_to_words(new_ids)
+            frontier = np.zeros(n_w, dtype=np.uint32)
+            frontier[w] = bits
+            visited[w] |= bits
+            unvisited -= int(new_ids.size)
+            if queue == "vss":  # the first thread to light a set appends its VSSs
+                q = vss_of_sets(np.unique(new_ids // sigma), real_ptrs)
+        else:
+            w, bits = ids_to_words(candidates)  # no-return atomicOr into V_next
+            v_next[w] |= bits
+            if dirty_sets:  # top-down and bottom-up mark the words they OR into alike
+                dirty[w] = True
+            fin = np.flatnonzero(dirty | (frontier != 0)) if dirty_sets else all_words
+            new = v_next[fin] & ~visited[fin]
+            visited[fin] |= new
+            frontier[fin] = new  # in place: words outside ``fin`` keep their old value
+            v_next[fin] = 0
+            dirty[fin] = False
+            new_ids = words_to_ids(new, fin)
+            unvisited -= int(popcount32(new).sum(dtype=np.int64))
+            if queue == "vss":
+                q = vss_of_sets(sets_of_words(new, fin, sigma), real_ptrs)
+        levels[new_ids] = level + 1
+        level += 1
+        if level > n:  # a BFS has at most n levels; stale frontier bits would loop forever
+            raise RuntimeError(f"emulation diverged: level {level} on {n} vertices")
+
+    depth = int(levels.max()) if n else 0
+    return EmulatorResult(levels=levels, depth=depth, states=states if record else None)
+
+
+def emulate_spec(
+    bvss: Any,
+    graph: Any,
+    src: Any,
+    spec: Any,
+    *,
+    eta: float = 10.0,
+    depth_limit: int | None = None,
+    record: bool = True,
+) -> EmulatorResult:
+    """:func:`emulate_bfs` with the options of a :class:`blest.VariantSpec` (launch is
+    irrelevant to the per-level semantics)."""
+    if int(spec.sigma) != int(bvss.sigma):
+        raise ValueError(f"spec has sigma={spec.sigma} but the BVSS was built at {bvss.sigma}")
+    return emulate_bfs(
+        bvss,
+        graph,
+        src,
+        update=spec.update,
+        switching=spec.switching,
+        eta=eta,
+        dirty_sets=spec.dirty_sets,
+        queue=spec.queue,
+        depth_limit=depth_limit,
+        record=record,
+    )
