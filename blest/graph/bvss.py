@@ -74,7 +74,9 @@ class BVSS:
     @property
     def gpu_bytes(self) -> int:
         return int(
-            self.row_ids.nbytes + self.masks.nbytes + self.real_ptrs.nbytes
+            self.row_ids.nbytes
+            + self.masks.nbytes
+            + self.real_ptrs.nbytes
             + self.virtual_to_real.nbytes
         )
 
@@ -83,8 +85,14 @@ class BVSS:
         if isinstance(self.row_ids, np.ndarray):
             return self
         return BVSS(
-            self.sigma, self.n, self.nnz, self.row_ids.get(), self.masks.get(),
-            self.real_ptrs.get(), self.virtual_to_real.get(), self.real_slices,
+            self.sigma,
+            self.n,
+            self.nnz,
+            self.row_ids.get(),
+            self.masks.get(),
+            self.real_ptrs.get(),
+            self.virtual_to_real.get(),
+            self.real_slices,
         )
 
     def stats(self) -> BVSSStats:
