@@ -84,7 +84,13 @@ def _by_name(name: str) -> VariantSpec:
     raise SystemExit(f"unknown variant {name!r}")
 
 
-def run_graph(name: str, specs: list[VariantSpec], n_sources: int, eta: float) -> list[dict]:
+def run_graph(
+    name: str,
+    specs: list[VariantSpec],
+    n_sources: int,
+    eta: float,
+    geometries: list[tuple[int, int | None, int | None]],
+) -> list[dict]:
     from blest.runtime.engine import Engine
 
     t0 = time.perf_counter()
@@ -99,7 +105,7 @@ def run_graph(name: str, specs: list[VariantSpec], n_sources: int, eta: float) -
     bvss_cache: dict[int, object] = {}
     rows = []
 
-    def engine(spec: VariantSpec, eta_value: float) -> Engine:
+    def engine(spec: VariantSpec, eta_value: float, geometry=(256, None, None)) -> Engine:
         import cupy as cp
 
         if spec.sigma not in bvss_cache:
@@ -107,7 +113,17 @@ def run_graph(name: str, specs: list[VariantSpec], n_sources: int, eta: float) -
             bvss_cache[spec.sigma] = build_bvss(internal, spec.sigma, xp=cp)
             cp.cuda.Device().synchronize()
             print(f"  BVSS sigma={spec.sigma} on GPU: {time.perf_counter() - t:.2f} s", flush=True)
-        return Engine(graph, spec, eta=eta_value, permutation=perm, bvss=bvss_cache[spec.sigma])
+        block, per_sm, small = geometry
+        return Engine(
+            graph,
+            spec,
+            eta=eta_value,
+            permutation=perm,
+            bvss=bvss_cache[spec.sigma],
+            block_size=block,
+            blocks_per_sm=per_sm,
+            small_queue=small,
+        )
 
     base = {
         "graph": name,
@@ -124,14 +140,19 @@ def run_graph(name: str, specs: list[VariantSpec], n_sources: int, eta: float) -
         flush=True,
     )
     for spec in specs:
-        with engine(spec, eta) as eng:
-            row = bench_engine(eng, graph, srcs, name).to_dict()
-        rows.append({**base, **row, "kind": "variant"})
-        print(
-            f"  {row['variant']:<32} {row['traversal_ms']:9.3f} ms  depth {row['depth_mean']:.0f}"
-            f"  bu {row['bottom_up_levels_mean']:.1f}  whole {row['whole_call_ms']:.3f}",
-            flush=True,
-        )
+        for geometry in geometries:
+            with engine(spec, eta, geometry) as eng:
+                row = bench_engine(eng, graph, srcs, name).to_dict()
+                row["variant"] += f" b{eng.block_size}x{eng.grid_size}" + (
+                    f" sq{eng.small_queue}" if spec.update == "lazy" else ""
+                )
+            rows.append({**base, **row, "kind": "variant", "spec": spec.to_dict()})
+            print(
+                f"  {row['variant']:<44} {row['traversal_ms']:9.3f} ms"
+                f"  depth {row['depth_mean']:.0f}  bu {row['bottom_up_levels_mean']:.1f}"
+                f"  whole {row['whole_call_ms']:.3f}",
+                flush=True,
+            )
     lazy_paper = paper_spec(u_div, True)
     switching = lazy_paper.update == "lazy" and three_run_rule(
         lambda sw: engine(paper_spec(u_div, sw), 10.0), srcs
@@ -156,12 +177,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eta", type=float, default=10.0)
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--plot", action="store_true", help="draw a PNG (needs matplotlib)")
+    ap.add_argument(
+        "--geometry",
+        nargs="*",
+        default=["256:-:-"],
+        help="launch geometries BLOCK:BLOCKS_PER_SM:SMALL_QUEUE ('-' = default), e.g. 1024:1:64",
+    )
     args = ap.parse_args(argv)
     names = args.graphs or (list(QUICK.values()) if args.small else list(ANCHORS))
     specs = variant_set(args.variants or ("quick" if args.quick or args.small else "persistent"))
+    geometries = [tuple(None if x == "-" else int(x) for x in g.split(":")) for g in args.geometry]
     rows: list[dict] = []
     for name in names:
-        rows += run_graph(name, specs, args.sources, args.eta)
+        rows += run_graph(name, specs, args.sources, args.eta, geometries)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(rows, indent=1))

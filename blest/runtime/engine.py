@@ -27,7 +27,7 @@ from blest.graph.ordering import Permutation, permute_graph
 
 __all__ = ["Engine", "BFSStats"]
 
-CTL_WORDS = 16
+CTL_WORDS = 32
 CTL = {"qsize": 0, "new": 4, "visited": 8, "depth": 9, "done": 12, "levels_run": 13, "error": 14}
 PER_LEVEL_BATCH = 16
 
@@ -74,6 +74,9 @@ class Engine:
         Threads per block (a multiple of 32, at most 1024).
     blocks_per_sm : int, optional
         Blocks per multiprocessor; default and upper bound: what the occupancy API allows.
+    small_queue : int, optional
+        Persistent lazy variants: levels whose queue holds at most this many VSSs run in one
+        block, without grid barriers (0: never). Default: twice the warps of a block.
     bvss : BVSS, optional
         A BVSS already built (NumPy or CuPy arrays) from the graph *after* ``permutation``, at
         ``spec.sigma``; saves the build when several engines share a graph.
@@ -90,6 +93,7 @@ class Engine:
         block_size: int = 256,
         blocks_per_sm: int | None = None,
         bvss: BVSS | None = None,
+        small_queue: int | None = None,
     ) -> None:
         from blest.codegen import toolchain
 
@@ -115,7 +119,7 @@ class Engine:
                 raise ValueError("the given bvss does not match this graph and spec.sigma")
             self.bvss = bvss
             self._upload(internal)
-            self._module_load(block_size, blocks_per_sm)
+            self._module_load(block_size, blocks_per_sm, small_queue)
         self.last_stats: BFSStats | None = None
 
     # ------------------------------------------------------------------ set-up
@@ -189,7 +193,9 @@ class Engine:
         self._host_ctl = np.frombuffer(self._ctl_pinned, dtype=np.uint32, count=CTL_WORDS)
         self._events = (cp.cuda.Event(), cp.cuda.Event())
 
-    def _module_load(self, block_size: int, blocks_per_sm: int | None) -> None:
+    def _module_load(
+        self, block_size: int, blocks_per_sm: int | None, small_queue: int | None
+    ) -> None:
         from blest.codegen import compile as nvrtc_compile
 
         self.source = render(self.spec)
@@ -208,6 +214,11 @@ class Engine:
         sms = self._cp.cuda.Device(self._device_id).attributes["MultiProcessorCount"]
         self.block_size = block_size
         self.grid_size = per_sm * sms
+        if small_queue is None:
+            small_queue = 2 * (block_size // 32)
+        if small_queue < 0:
+            raise ValueError(f"small_queue must be >= 0, got {small_queue}")
+        self.small_queue = int(small_queue)
 
     @property
     def ptx(self) -> str:
@@ -267,7 +278,10 @@ class Engine:
         start, stop = self._events
         start.record()
         if self.spec.launch == "persistent":
-            self._launch("bfs", (np.int32(limit), eta), cooperative=True)
+            extra: tuple = (np.int32(limit), eta)
+            if self.spec.update == "lazy":
+                extra += (np.uint32(self.small_queue),)
+            self._launch("bfs", extra, cooperative=True)
         else:
             self._per_level_loop(limit, eta)
         stop.record()
