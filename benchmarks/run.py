@@ -74,7 +74,9 @@ def variant_set(which: str) -> list[VariantSpec]:
             ]
         out.append(VariantSpec(sigma=8, update="lazy", dirty_sets=True, launch="per_level"))
         return out
-    return [VariantSpec.from_json(which)] if which.startswith("{") else [_by_name(which)]
+    if which.startswith("{"):
+        return [VariantSpec.from_json(which)]
+    return [_by_name(name) for name in which.split(",")]
 
 
 def _by_name(name: str) -> VariantSpec:
@@ -172,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--graphs", nargs="*", default=None)
     ap.add_argument("--quick", action="store_true", help="anchor graphs, covering variant set")
     ap.add_argument("--small", action="store_true", help="small stand-ins of the anchor graphs")
-    ap.add_argument("--variants", default=None, help="quick | persistent | all | NAME | JSON")
+    ap.add_argument(
+        "--variants", default=None, help="quick | persistent | all | NAME[,NAME...] | JSON"
+    )
     ap.add_argument("--sources", type=int, default=64)
     ap.add_argument("--eta", type=float, default=10.0)
     ap.add_argument("--out", default="bench-out")
