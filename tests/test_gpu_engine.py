@@ -44,7 +44,8 @@ def test_levels_match_scipy(zoo, zoo_bvss, spec):
     for name, graph in graphs.items():
         eta = float(rng.choice([0.5, 2.0, 10.0, 1e9]))
         bvss = zoo_bvss[name, spec.sigma]
-        with _engine(graph, spec, eta=eta, bvss=bvss) as eng:
+        small = int(rng.choice([0, 16, 10**6]))  # grid only, mixed, block 0 only
+        with _engine(graph, spec, eta=eta, bvss=bvss, small_queue=small) as eng:
             for i, src in enumerate(sources(rng, graph)):
                 want = bfs_levels(graph, src)
                 out = np.full(graph.n, POISON, dtype=np.int32)
@@ -87,7 +88,8 @@ def test_level_states_match_emulator(zoo, spec):
         bvss = build_bvss(graph, spec.sigma)
         src = sources(rng, graph, 1)[0]
         ref = emulate_spec(bvss, graph, src, spec, eta=eta)
-        with _engine(graph, spec, eta=eta) as eng:
+        small = int(rng.choice([0, 16, 10**6]))
+        with _engine(graph, spec, eta=eta, small_queue=small) as eng:
             full = eng.bfs(src)
             np.testing.assert_array_equal(full, ref.levels)
             if spec.switching:
