@@ -1,0 +1,107 @@
+"""Rendering and compiling the variant space (CPU only: NVRTC needs no GPU)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from blest.codegen.render import graph_params, kernel_names, render, state_params
+from blest.codegen.spec import VariantSpec, variants
+
+ALL = list(variants())
+MMA = "mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.and.popc"
+
+# Every value of every axis at least once.
+COVERING = [
+    VariantSpec(sigma=4, update="eager", queue="vss", switching=False, launch="persistent"),
+    VariantSpec(sigma=8, update="lazy", dirty_sets=True, queue="sweep", switching=True),
+    VariantSpec(sigma=16, update="lazy", queue="vss", switching=False, launch="per_level"),
+    VariantSpec(sigma=32, update="eager", queue="sweep", switching=False, launch="per_level"),
+    VariantSpec(sigma=32, update="lazy", dirty_sets=True, switching=True, launch="persistent"),
+]
+
+
+def test_space_size_and_validity():
+    assert len(ALL) == len(set(ALL)) == 80
+    for key, values in {
+        "sigma": {4, 8, 16, 32},
+        "update": {"eager", "lazy"},
+        "dirty_sets": {False, True},
+        "queue": {"vss", "sweep"},
+        "switching": {False, True},
+        "launch": {"persistent", "per_level"},
+    }.items():
+        assert {getattr(s, key) for s in ALL} == values
+        assert {getattr(s, key) for s in COVERING} == values
+    assert all(not (s.update == "eager" and (s.dirty_sets or s.switching)) for s in ALL)
+    assert len(list(variants(sigma=8, update="eager"))) == 4
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"sigma": 6},
+        {"update": "fast"},
+        {"update": "eager", "switching": True},
+        {"update": "eager", "dirty_sets": True, "switching": False},
+        {"sigma": 8.0},
+        {"dirty_sets": 1},
+    ],
+)
+def test_invalid_specs_raise(bad):
+    with pytest.raises(ValueError):
+        VariantSpec(**bad)
+
+
+def test_json_round_trip_and_hash():
+    for spec in ALL:
+        again = VariantSpec.from_json(spec.to_json())
+        assert again == spec and hash(again) == hash(spec)
+    with pytest.raises(ValueError):
+        VariantSpec.from_dict({"format": 99})
+    with pytest.raises(ValueError):
+        VariantSpec.from_dict({"sigma": 8, "colour": "red"})
+
+
+@pytest.mark.parametrize("spec", ALL, ids=lambda s: s.name)
+def test_render_is_deterministic_and_specific(spec):
+    render.cache_clear()
+    text = render(spec)
+    render.cache_clear()
+    assert render(spec) == text
+    assert f"blest generated kernel: {spec.name}" in text.splitlines()[1]
+    assert "{{ " not in text and "{% " not in text and "{#" not in text
+    # No dead branches of other variants.
+    assert ("v_next" in text) == (spec.update == "lazy")
+    assert ("bottom_up(" in text) == spec.switching
+    assert ("dirty" in text.split("struct State")[1].split("};")[0]) == spec.dirty_sets
+    assert ("int* queue" in text) == (spec.queue == "vss")
+    assert ("grid_barrier(" in text) == (spec.launch == "persistent")
+    assert f"#define SIGMA {spec.sigma}\n" in text
+    # Kernel signatures list the parameters in the order the engine passes them.
+    names = [p.name for p in graph_params(spec) + state_params(spec)]
+    for kernel in kernel_names(spec).values():
+        sig = re.search(kernel + r"\(([^)]*)\)", text, re.S).group(1)
+        declared = [a.split()[-1] for a in sig.split(",")]
+        assert declared[: len(names)] == names
+
+
+def test_covering_set_compiles_to_cubin_in_parallel():
+    pytest.importorskip("cupy")
+    from blest.codegen.compile import compile_many
+
+    for arch in ("sm_80", "sm_90"):
+        cubins = compile_many([render(s) for s in COVERING], arch=arch, target="cubin")
+        assert len(cubins) == len(COVERING)
+        assert all(c[:4] == b"\x7fELF" for c in cubins)
+
+
+@pytest.mark.parametrize("spec", COVERING, ids=lambda s: s.name)
+def test_ptx_holds_the_binary_mma(spec):
+    pytest.importorskip("cupy")
+    from blest.codegen.compile import compile_ptx
+
+    ptx = compile_ptx(spec, arch="sm_80").decode()
+    assert MMA in ptx
+    assert ".entry blest_init" in ptx
