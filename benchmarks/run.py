@@ -146,7 +146,7 @@ def run_graph(
             with engine(spec, eta, geometry) as eng:
                 row = bench_engine(eng, graph, srcs, name).to_dict()
                 row["variant"] += f" b{eng.block_size}x{eng.grid_size}" + (
-                    f" sq{eng.small_queue}" if spec.update == "lazy" else ""
+                    f" sq{eng.small_queue}" if spec.launch == "persistent" else ""
                 )
             rows.append({**base, **row, "kind": "variant", "spec": spec.to_dict()})
             print(

@@ -75,8 +75,8 @@ class Engine:
     blocks_per_sm : int, optional
         Blocks per multiprocessor; default and upper bound: what the occupancy API allows.
     small_queue : int, optional
-        Persistent lazy variants: levels whose queue holds at most this many VSSs run in one
-        block, without grid barriers (0: never). Default: twice the warps of a block.
+        Persistent variants: levels whose queue holds at most this many VSSs run in one block,
+        without grid barriers (0: never). Default: twice the warps of a block.
     bvss : BVSS, optional
         A BVSS already built (NumPy or CuPy arrays) from the graph *after* ``permutation``, at
         ``spec.sigma``; saves the build when several engines share a graph.
@@ -278,9 +278,7 @@ class Engine:
         start, stop = self._events
         start.record()
         if self.spec.launch == "persistent":
-            extra: tuple = (np.int32(limit), eta)
-            if self.spec.update == "lazy":
-                extra += (np.uint32(self.small_queue),)
+            extra = (np.int32(limit), eta, np.uint32(self.small_queue))
             self._launch("bfs", extra, cooperative=True)
         else:
             self._per_level_loop(limit, eta)
