@@ -157,3 +157,16 @@ def test_bvss_complete_bipartite_block():
 def test_bvss_rejects_bad_sigma():
     with pytest.raises(ValueError, match="sigma"):
         build_bvss(Graph.from_arcs([0], [1], 2, directed=True), 12)
+
+
+@pytest.mark.parametrize("sigma", (4, 8, 16, 32))
+def test_generic_build_path_equals_numpy_path(rng, sigma):
+    """The CuPy build path, run with NumPy as its array module, equals the NumPy path."""
+    from blest.graph.bvss import _build_numpy, _build_xp
+
+    for make in [*GRAPH_CLASSES.values(), make_hubs]:
+        g = make(rng, int(rng.integers(1, 400)))
+        a, b = _build_numpy(g, sigma), _build_xp(g, sigma, np)
+        for name in ("row_ids", "masks", "real_ptrs", "virtual_to_real"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+        assert a.real_slices == b.real_slices and a.nnz == b.nnz

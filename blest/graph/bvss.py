@@ -26,6 +26,7 @@ import numpy as np
 __all__ = ["SIGMAS", "BVSS", "BVSSStats", "build_bvss", "u_div"]
 
 SIGMAS = (4, 8, 16, 32)
+_LITTLE = np.little_endian
 
 
 @dataclass(frozen=True)
@@ -118,10 +119,6 @@ class BVSS:
         return ((words >> (slot * self.sigma).astype(np.uint64)) & full).astype(np.uint32)
 
 
-def _xp_of(xp: Any) -> Any:
-    return np if xp is None else xp
-
-
 def build_bvss(graph: Any, sigma: int, *, xp: Any = None) -> BVSS:
     """Build the BVSS of ``graph`` (a :class:`blest.Graph`) at slice width ``sigma``.
 
@@ -136,7 +133,13 @@ def build_bvss(graph: Any, sigma: int, *, xp: Any = None) -> BVSS:
     """
     if sigma not in SIGMAS:
         raise ValueError(f"sigma must be one of {SIGMAS}, got {sigma!r}")
-    xp = _xp_of(xp)
+    if xp is None or xp is np:
+        return _build_numpy(graph, sigma)
+    return _build_xp(graph, sigma, xp)
+
+
+def _build_xp(graph: Any, sigma: int, xp: Any) -> BVSS:
+    """The array-module-generic build (CuPy on the GPU; also runs with NumPy, for tests)."""
     n = int(graph.n)
     theta = 32 // sigma
     tau = 32 * theta
@@ -208,6 +211,103 @@ def build_bvss(graph: Any, sigma: int, *, xp: Any = None) -> BVSS:
         masks=xp.ascontiguousarray(masks.ravel()),
         real_ptrs=real_ptrs.astype(xp.int32),
         virtual_to_real=virtual_to_real.astype(xp.int32),
+        real_slices=n_slices,
+    )
+
+
+def _build_numpy(graph: Any, sigma: int) -> BVSS:
+    """The NumPy build: in-place key arithmetic, one sort, then every slice is scattered straight
+    to its position (slice i of set s sits at real_ptrs[s] * tau + i - first_slice[s]) and the
+    mask words are OR-reduced over runs of equal word index."""
+    n = int(graph.n)
+    theta, tau = 32 // sigma, 32 * (32 // sigma)
+    log_sigma = sigma.bit_length() - 1
+    n_sets = -(-n // sigma)
+    out_ptr = np.asarray(graph.out_ptr, dtype=np.int64)
+    nnz = int(out_ptr[-1]) if n else 0
+
+    # One int64 key per arc, all bit fields (shifts, no division; fits for n < 2**31):
+    # set of the source << (32 + log sigma) | row << log sigma | bit of the source.
+    degree = np.diff(out_ptr)
+    bit = np.repeat((np.arange(n, dtype=np.uint32) & np.uint32(sigma - 1)), degree)
+    keys = np.repeat(np.arange(n, dtype=np.int64), degree)
+    keys >>= log_sigma
+    keys <<= 32
+    keys |= np.asarray(graph.out_idx)
+    keys <<= log_sigma
+    keys |= bit
+    del bit
+    keys.sort()
+
+    # Runs of equal (set, row) are slices; their masks OR the distinct bits of the run.
+    bits = np.left_shift(np.uint32(1), (keys & (sigma - 1)).astype(np.uint32))
+    keys >>= log_sigma
+    if nnz:
+        first = np.empty(nnz, dtype=bool)
+        first[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        del first
+        slice_mask = np.bitwise_or.reduceat(bits, starts)
+    else:
+        starts = np.zeros(0, dtype=np.int64)
+        slice_mask = np.zeros(0, dtype=np.uint32)
+    del bits
+    slice_key = keys[starts]
+    del keys, starts
+    n_slices = int(slice_key.size)
+    slice_set = slice_key >> 32
+    slice_row = (
+        slice_key.view(np.int32)[0::2].copy()
+        if _LITTLE
+        else ((slice_key & 0xFFFFFFFF).astype(np.int32))
+    )
+    del slice_key
+
+    per_set = np.bincount(slice_set, minlength=n_sets).astype(np.int64)
+    vss_per_set = (per_set + tau - 1) // tau
+    real_ptrs = np.zeros(n_sets + 1, dtype=np.int64)
+    np.cumsum(vss_per_set, out=real_ptrs[1:])
+    n_vss = int(real_ptrs[-1])
+    first_slice = np.zeros(n_sets + 1, dtype=np.int64)
+    np.cumsum(per_set, out=first_slice[1:])
+
+    # Position of every slice; padding positions are the tails of each set's last VSS.
+    position = np.arange(n_slices, dtype=np.int64)
+    position += (real_ptrs[:-1] * tau - first_slice[:-1])[slice_set]
+    del slice_set
+    row_ids = np.empty(n_vss * tau, dtype=np.int32)
+    row_ids[position] = slice_row
+    pad = vss_per_set * tau - per_set  # padding slots of each set (in its last VSS)
+    has_pad = np.flatnonzero(pad)
+    if has_pad.size:
+        counts = pad[has_pad]
+        pad_start = real_ptrs[has_pad + 1] * tau - counts
+        offsets = np.arange(int(counts.sum()), dtype=np.int64)
+        offsets -= np.repeat(np.cumsum(counts) - counts, counts)
+        row_ids[np.repeat(pad_start, counts) + offsets] = np.repeat(
+            slice_row[first_slice[has_pad + 1] - 1], counts
+        )
+
+    # Mask words: position p is lane p // theta's slot p % theta of VSS p // tau.
+    masks = np.zeros(n_vss * 32, dtype=np.uint32)
+    if n_slices:
+        shifted = slice_mask << ((position & (theta - 1)) * sigma).astype(np.uint32)
+        word = position >> (theta.bit_length() - 1)
+        del position
+        new_word = np.empty(n_slices, dtype=bool)
+        new_word[0] = True
+        np.not_equal(word[1:], word[:-1], out=new_word[1:])
+        word_starts = np.flatnonzero(new_word)
+        masks[word[word_starts]] = np.bitwise_or.reduceat(shifted, word_starts)
+    return BVSS(
+        sigma=sigma,
+        n=n,
+        nnz=nnz,
+        row_ids=row_ids,
+        masks=masks,
+        real_ptrs=real_ptrs.astype(np.int32),
+        virtual_to_real=np.repeat(np.arange(n_sets, dtype=np.int32), vss_per_set),
         real_slices=n_slices,
     )
 
