@@ -1,0 +1,51 @@
+"""One small BFS per kernel family, for compute-sanitizer (memcheck, synccheck, initcheck,
+racecheck):
+
+    compute-sanitizer --tool memcheck python3 benchmarks/sanitize.py
+
+Exits 1 if any result differs from SciPy; the sanitizer's own summary says the rest.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from random_graphs import make_directed, make_grid  # noqa: E402
+
+from blest import VariantSpec  # noqa: E402
+from blest.reference import bfs_levels  # noqa: E402
+from blest.runtime.engine import Engine  # noqa: E402
+
+FAMILIES = [
+    VariantSpec(sigma=8, update="eager", queue="vss", switching=False),
+    VariantSpec(sigma=32, update="eager", queue="sweep", switching=False),
+    VariantSpec(sigma=4, update="lazy", queue="vss", switching=True),
+    VariantSpec(sigma=16, update="lazy", dirty_sets=True, queue="sweep", switching=True),
+    VariantSpec(sigma=8, update="lazy", dirty_sets=True, queue="vss", switching=True),
+    VariantSpec(sigma=8, update="lazy", dirty_sets=True, launch="per_level"),
+]
+
+
+def main() -> int:
+    rng = np.random.default_rng(7)
+    graphs = {"directed": make_directed(rng, 700), "grid": make_grid(rng, 600)}
+    bad = 0
+    for spec in FAMILIES:
+        for name, g in graphs.items():
+            for small in (0, 64):
+                src = int(np.flatnonzero(g.out_degree > 0)[0])
+                with Engine(g, spec, eta=4.0, block_size=128, small_queue=small) as eng:
+                    ok = np.array_equal(eng.bfs(src), bfs_levels(g, src))
+                bad += not ok
+                print(f"{spec.name:<32} {name:<9} small_queue={small:<3} {'ok' if ok else 'WRONG'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
