@@ -159,10 +159,16 @@ def test_bvss_rejects_bad_sigma():
         build_bvss(Graph.from_arcs([0], [1], 2, directed=True), 12)
 
 
+@pytest.mark.parametrize("pieces", ("one", "many"))
 @pytest.mark.parametrize("sigma", (4, 8, 16, 32))
-def test_generic_build_path_equals_numpy_path(rng, sigma):
-    """The CuPy build path, run with NumPy as its array module, equals the NumPy path."""
+def test_generic_build_path_equals_numpy_path(rng, sigma, pieces, monkeypatch):
+    """The CuPy build path, run with NumPy as its array module, equals the NumPy path, whether
+    the latter builds in one piece or in parallel ranges of slice sets."""
+    import blest.graph.bvss as bvss_module
     from blest.graph.bvss import _build_numpy, _build_xp
+
+    if pieces == "many":
+        monkeypatch.setattr(bvss_module, "_PARALLEL_MIN_ARCS", 0)
 
     for make in [*GRAPH_CLASSES.values(), make_hubs]:
         g = make(rng, int(rng.integers(1, 400)))

@@ -18,6 +18,8 @@ NumPy or, given ``xp=cupy``, on the GPU.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +29,7 @@ __all__ = ["SIGMAS", "BVSS", "BVSSStats", "build_bvss", "u_div"]
 
 SIGMAS = (4, 8, 16, 32)
 _LITTLE = np.little_endian
+_PARALLEL_MIN_ARCS = 2_000_000  # below this, one piece (threads cost more than they save)
 
 
 @dataclass(frozen=True)
@@ -216,24 +219,67 @@ def _build_xp(graph: Any, sigma: int, xp: Any) -> BVSS:
 
 
 def _build_numpy(graph: Any, sigma: int) -> BVSS:
-    """The NumPy build: in-place key arithmetic, one sort, then every slice is scattered straight
-    to its position (slice i of set s sits at real_ptrs[s] * tau + i - first_slice[s]) and the
-    mask words are OR-reduced over runs of equal word index."""
+    """The NumPy build, in parallel over ranges of slice sets (they are independent): each range
+    is built by :func:`_build_sets` in a thread (NumPy releases the GIL) and the pieces are
+    concatenated."""
     n = int(graph.n)
-    theta, tau = 32 // sigma, 32 * (32 // sigma)
-    log_sigma = sigma.bit_length() - 1
     n_sets = -(-n // sigma)
     out_ptr = np.asarray(graph.out_ptr, dtype=np.int64)
+    out_idx = np.asarray(graph.out_idx)
     nnz = int(out_ptr[-1]) if n else 0
+    workers = max(1, min(os.cpu_count() or 1, 8))
+    pieces = 1 if nnz < _PARALLEL_MIN_ARCS else 4 * workers
+    # Cut points at slice-set boundaries with about nnz / pieces arcs each.
+    set_ptr = out_ptr[np.minimum(np.arange(n_sets + 1, dtype=np.int64) * sigma, n)]
+    cuts = np.unique(np.searchsorted(set_ptr, np.linspace(0, nnz, pieces + 1), side="left"))
+    cuts[0], cuts[-1] = 0, n_sets
+    ranges = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a]
+    if len(ranges) <= 1:
+        parts = [_build_sets(out_ptr, out_idx, n, sigma, 0, n_sets)]
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            parts = list(
+                pool.map(lambda r: _build_sets(out_ptr, out_idx, n, sigma, r[0], r[1]), ranges)
+            )
+    vss_per_set = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int64)
+    real_ptrs = np.zeros(n_sets + 1, dtype=np.int64)
+    np.cumsum(vss_per_set, out=real_ptrs[1:])
+    return BVSS(
+        sigma=sigma,
+        n=n,
+        nnz=nnz,
+        row_ids=np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int32),
+        masks=np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.uint32),
+        real_ptrs=real_ptrs.astype(np.int32),
+        virtual_to_real=np.repeat(np.arange(n_sets, dtype=np.int32), vss_per_set),
+        real_slices=sum(p[3] for p in parts),
+    )
+
+
+def _build_sets(
+    out_ptr: np.ndarray, out_idx: np.ndarray, n: int, sigma: int, set_lo: int, set_hi: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Row ids, mask words, VSSs per set and real-slice count of slice sets [set_lo, set_hi).
+
+    In-place key arithmetic and one sort; then slice i of set s (counted from set_lo) is
+    scattered to position vss_start[s] * tau + i - first_slice[s], padding repeats each set's
+    last row, and mask words are OR-reduced over runs of equal word index.
+    """
+    theta, tau = 32 // sigma, 32 * (32 // sigma)
+    log_sigma = sigma.bit_length() - 1
+    n_sets = set_hi - set_lo
+    u_lo, u_hi = set_lo * sigma, min(set_hi * sigma, n)
+    base = int(out_ptr[u_lo])
+    degree = np.diff(out_ptr[u_lo : u_hi + 1])
+    nnz = int(degree.sum())
 
     # One int64 key per arc, all bit fields (shifts, no division; fits for n < 2**31):
-    # set of the source << (32 + log sigma) | row << log sigma | bit of the source.
-    degree = np.diff(out_ptr)
-    bit = np.repeat((np.arange(n, dtype=np.uint32) & np.uint32(sigma - 1)), degree)
-    keys = np.repeat(np.arange(n, dtype=np.int64), degree)
-    keys >>= log_sigma
+    # set of the source (from set_lo) << (32 + log sigma) | row << log sigma | bit of the source.
+    vertices = np.arange(u_lo, u_hi, dtype=np.int64)
+    bit = np.repeat((vertices & (sigma - 1)).astype(np.uint32), degree)
+    keys = np.repeat((vertices >> log_sigma) - set_lo, degree)
     keys <<= 32
-    keys |= np.asarray(graph.out_idx)
+    keys |= out_idx[base : base + nnz]
     keys <<= log_sigma
     keys |= bit
     del bit
@@ -257,24 +303,23 @@ def _build_numpy(graph: Any, sigma: int) -> BVSS:
     del keys, starts
     n_slices = int(slice_key.size)
     slice_set = slice_key >> 32
-    slice_row = (
-        slice_key.view(np.int32)[0::2].copy()
-        if _LITTLE
-        else ((slice_key & 0xFFFFFFFF).astype(np.int32))
-    )
+    if _LITTLE:
+        slice_row = slice_key.view(np.int32)[0::2].copy()
+    else:
+        slice_row = (slice_key & 0xFFFFFFFF).astype(np.int32)
     del slice_key
 
     per_set = np.bincount(slice_set, minlength=n_sets).astype(np.int64)
     vss_per_set = (per_set + tau - 1) // tau
-    real_ptrs = np.zeros(n_sets + 1, dtype=np.int64)
-    np.cumsum(vss_per_set, out=real_ptrs[1:])
-    n_vss = int(real_ptrs[-1])
+    vss_start = np.zeros(n_sets + 1, dtype=np.int64)
+    np.cumsum(vss_per_set, out=vss_start[1:])
+    n_vss = int(vss_start[-1])
     first_slice = np.zeros(n_sets + 1, dtype=np.int64)
     np.cumsum(per_set, out=first_slice[1:])
 
     # Position of every slice; padding positions are the tails of each set's last VSS.
     position = np.arange(n_slices, dtype=np.int64)
-    position += (real_ptrs[:-1] * tau - first_slice[:-1])[slice_set]
+    position += (vss_start[:-1] * tau - first_slice[:-1])[slice_set]
     del slice_set
     row_ids = np.empty(n_vss * tau, dtype=np.int32)
     row_ids[position] = slice_row
@@ -282,7 +327,7 @@ def _build_numpy(graph: Any, sigma: int) -> BVSS:
     has_pad = np.flatnonzero(pad)
     if has_pad.size:
         counts = pad[has_pad]
-        pad_start = real_ptrs[has_pad + 1] * tau - counts
+        pad_start = vss_start[has_pad + 1] * tau - counts
         offsets = np.arange(int(counts.sum()), dtype=np.int64)
         offsets -= np.repeat(np.cumsum(counts) - counts, counts)
         row_ids[np.repeat(pad_start, counts) + offsets] = np.repeat(
@@ -300,16 +345,7 @@ def _build_numpy(graph: Any, sigma: int) -> BVSS:
         np.not_equal(word[1:], word[:-1], out=new_word[1:])
         word_starts = np.flatnonzero(new_word)
         masks[word[word_starts]] = np.bitwise_or.reduceat(shifted, word_starts)
-    return BVSS(
-        sigma=sigma,
-        n=n,
-        nnz=nnz,
-        row_ids=row_ids,
-        masks=masks,
-        real_ptrs=real_ptrs.astype(np.int32),
-        virtual_to_real=np.repeat(np.arange(n_sets, dtype=np.int32), vss_per_set),
-        real_slices=n_slices,
-    )
+    return row_ids, masks, vss_per_set, n_slices
 
 
 def u_div(bvss: BVSS) -> float:
