@@ -19,6 +19,7 @@ def plot_results(rows: list[dict], path: str | Path) -> Path:
     import matplotlib.pyplot as plt
     from run import CPP_MS
 
+    rows = [r for r in rows if r["kind"] != "levels"]
     graphs = list(dict.fromkeys(r["graph"] for r in rows))
     per_graph = max(sum(r["graph"] == g for r in rows) for g in graphs)
     fig, axes = plt.subplots(len(graphs), 1, figsize=(10, len(graphs) * (0.9 + 0.17 * per_graph)))
@@ -43,6 +44,39 @@ def plot_results(rows: list[dict], path: str | Path) -> Path:
     return out
 
 
+def plot_levels(rows: list[dict], path: str | Path) -> Path:
+    """Time per BFS level of each graph's best variant, tensor-core (top-down) levels blue and
+    CUDA-core (bottom-up) levels orange, as in the Blest paper's Fig. 5."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    timelines = [r for r in rows if r["kind"] == "levels"]
+    fig, axes = plt.subplots(len(timelines), 1, figsize=(10, 2.4 * max(1, len(timelines))))
+    axes = [axes] if len(timelines) == 1 else list(axes)
+    for ax, r in zip(axes, timelines, strict=True):
+        ms = r["level_ms"]
+        bottom_up = set(r["bottom_up_levels"])
+        colors = ["tab:orange" if i in bottom_up else "tab:blue" for i in range(len(ms))]
+        ax.bar(range(len(ms)), [1e3 * t for t in ms], color=colors, width=1.0)
+        ax.set_ylabel("µs", fontsize=7)
+        ax.set_title(
+            f"{r['graph']} from source {r['source']}: {r['variant']} "
+            f"(blue: tensor cores, orange: CUDA-core bottom-up)",
+            fontsize=8,
+        )
+    axes[-1].set_xlabel("BFS level")
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+    return out
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    print(plot_results(json.loads(Path(sys.argv[1]).read_text()), sys.argv[2]))
+    data = json.loads(Path(sys.argv[1]).read_text())
+    print(plot_results(data, sys.argv[2]))
+    if any(r["kind"] == "levels" for r in data):
+        print(plot_levels(data, Path(sys.argv[2]).with_suffix(".levels.png")))

@@ -148,6 +148,9 @@ def run_graph(
                 row["variant"] += f" b{eng.block_size}x{eng.grid_size}" + (
                     f" sq{eng.small_queue}" if spec.launch == "persistent" else ""
                 )
+                row["block_size"] = eng.block_size
+                row["blocks_per_sm"] = eng.grid_size // eng.sms
+                row["small_queue"] = eng.small_queue
             rows.append({**base, **row, "kind": "variant", "spec": spec.to_dict()})
             print(
                 f"  {row['variant']:<44} {row['traversal_ms']:9.3f} ms"
@@ -155,6 +158,32 @@ def run_graph(
                 f"  whole {row['whole_call_ms']:.3f}",
                 flush=True,
             )
+    # Per-level timeline of the best variant (Fig. 5 style): ms per level, and its direction.
+    best = min((r for r in rows if r["kind"] == "variant"), key=lambda r: r["traversal_ms"])
+    best_spec = VariantSpec.from_dict(best["spec"])
+    with Engine(
+        graph,
+        best_spec,
+        eta=eta,
+        permutation=perm,
+        bvss=bvss_cache[best_spec.sigma],
+        block_size=int(best["block_size"]),
+        small_queue=int(best["small_queue"]),
+        blocks_per_sm=int(best["blocks_per_sm"]),
+        record_levels=True,
+    ) as eng:
+        eng.bfs(int(srcs[0]))
+        times, bottom_up = eng.level_times_ms()
+    rows.append(
+        {
+            **base,
+            "kind": "levels",
+            "variant": best["variant"],
+            "level_ms": times.tolist(),
+            "bottom_up_levels": list(bottom_up),
+            "source": int(srcs[0]),
+        }
+    )
     lazy_paper = paper_spec(u_div, True)
     switching = lazy_paper.update == "lazy" and three_run_rule(
         lambda sw: engine(paper_spec(u_div, sw), 10.0), srcs
@@ -197,11 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(rows, indent=1))
-    keys = sorted({k for r in rows for k in r})
+    flat = [r for r in rows if r["kind"] != "levels"]  # timelines live in the JSON only
+    keys = sorted({k for r in flat for k in r})
     with open(out / "results.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
-        w.writerows(rows)
+        w.writerows(flat)
     print("\nbest variant per graph (mean traversal ms; C++ anchor on an H200):")
     for name in names:
         mine = [r for r in rows if r["graph"] == name and r["kind"] == "variant"]
@@ -214,9 +244,10 @@ def main(argv: list[str] | None = None) -> int:
             f" | paper {paper['traversal_ms']:8.3f} ms | C++ {cpp if cpp else '-'}"
         )
     if args.plot:
-        from plot import plot_results
+        from plot import plot_levels, plot_results
 
         plot_results(rows, out / "variants.png")
+        plot_levels(rows, out / "levels.png")
     return 0
 
 

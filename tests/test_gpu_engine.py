@@ -183,3 +183,24 @@ def test_engine_rejects_bad_input(zoo):
             eng.bfs(0, depth_limit=-2)
     with pytest.raises(RuntimeError):
         eng.bfs(0)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        VariantSpec(sigma=8, dirty_sets=True),
+        VariantSpec(sigma=16, update="eager", switching=False),
+        VariantSpec(sigma=8, launch="per_level"),
+    ],
+    ids=lambda s: s.name,
+)
+def test_level_timeline(zoo, spec):
+    rng, graphs = zoo
+    graph = graphs["road_deep"]
+    src = sources(rng, graph, 1)[0]
+    with _engine(graph, spec, record_levels=True, small_queue=16) as eng:
+        np.testing.assert_array_equal(eng.bfs(src), bfs_levels(graph, src))
+        times, bottom_up = eng.level_times_ms()
+        assert len(times) == eng.stats.levels_run
+        assert (times >= 0).all() and times.sum() <= eng.stats.traversal_ms * 1.05 + 0.05
+        assert bottom_up == eng.stats.bottom_up_levels

@@ -77,6 +77,8 @@ class Engine:
     small_queue : int, optional
         Persistent variants: levels whose queue holds at most this many VSSs run in one block,
         without grid barriers (0: never). Default: twice the warps of a block.
+    record_levels : bool
+        Record when each level starts (global timer), for :meth:`level_times_ms`.
     bvss : BVSS, optional
         A BVSS already built (NumPy or CuPy arrays) from the graph *after* ``permutation``, at
         ``spec.sigma``; saves the build when several engines share a graph.
@@ -94,6 +96,7 @@ class Engine:
         blocks_per_sm: int | None = None,
         bvss: BVSS | None = None,
         small_queue: int | None = None,
+        record_levels: bool = False,
     ) -> None:
         from blest.codegen import toolchain
 
@@ -110,6 +113,7 @@ class Engine:
         if graph.n == 0:
             raise ValueError("the graph has no vertices")
         self.permutation = permutation
+        self._record_levels = bool(record_levels)
         internal = graph if permutation is None else permute_graph(graph, permutation)
         with cp.cuda.Device(self._device_id):
             self._check_memory(internal)
@@ -183,6 +187,9 @@ class Engine:
         state["ctl"] = cp.zeros(CTL_WORDS, dtype=cp.uint32)
         state["bottom_up_levels"] = cp.zeros(self._n_words, dtype=cp.uint32)
         state["levels"] = cp.empty(n, dtype=cp.int32)
+        state["level_clock"] = (
+            cp.zeros(n + 2, dtype=cp.uint64) if self._record_levels else np.uint64(0)
+        )
         self._arrays = arrays
         self._state = state
         names = [p.name for p in graph_params(spec)] + [p.name for p in state_params(spec)]
@@ -213,6 +220,7 @@ class Engine:
             per_sm = max(1, min(per_sm, int(blocks_per_sm)))
         sms = self._cp.cuda.Device(self._device_id).attributes["MultiProcessorCount"]
         self.block_size = block_size
+        self.sms = int(sms)
         self.grid_size = per_sm * sms
         if small_queue is None:
             small_queue = 2 * (block_size // 32)
@@ -354,6 +362,16 @@ class Engine:
                 bottom_up_levels=bottom_up,
             )
         return self.last_stats
+
+    def level_times_ms(self) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Milliseconds spent on each expanded level of the last call, and the levels that ran
+        bottom-up (needs ``record_levels=True``). Timed by block 0's global timer at each level
+        start, so a level's time includes its barriers."""
+        if not self._record_levels:
+            raise RuntimeError("construct the Engine with record_levels=True")
+        stats = self.stats
+        clock = self._state["level_clock"][: stats.levels_run + 1].get().astype(np.int64)
+        return np.diff(clock) / 1e6, stats.bottom_up_levels
 
     def debug_state(self) -> dict[str, np.ndarray]:
         """Bitmaps and queue after the last call (internal ids), for level-by-level checks.
