@@ -79,7 +79,7 @@ FAMILIES = (
 )
 
 
-@pytest.mark.parametrize("spec", FAMILIES, ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", list(variants()), ids=lambda s: s.name)
 def test_level_states_match_emulator(zoo, spec):
     rng, graphs = zoo
     for name in ("power_law", "directed", "hubs", "disconnected"):
