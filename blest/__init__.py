@@ -18,6 +18,7 @@ from blest.errors import (
     GraphLimitError,
 )
 from blest.graph import Graph, build_bvss, load_graph
+from blest.tuning.loader import load_tuned
 
 __version__ = "0.1.0"
 
@@ -32,6 +33,7 @@ __all__ = [
     "VariantSpec",
     "build_bvss",
     "load_graph",
+    "load_tuned",
     "variants",
     "Engine",
 ]

@@ -7,9 +7,12 @@ status 2; never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +21,10 @@ from blest.errors import BlestError
 
 EXAMPLES = """examples:
   blest demo                                   # the bundled road graph, end to end
+  blest-tune graph.mtx                         # tune: writes graph.blest.json + graph.blest.npz
+  blest bfs graph.blest.json 0 --out levels.npy  # BFS with the tuned variant
+  blest info graph.blest.json                  # graph, preparation, chosen variant, timings
+  blest source graph.blest.json                # the generated CUDA of the chosen variant
   blest info graph.mtx                         # sizes, cleaning, BVSS statistics per sigma
   blest source --sigma 8 --update lazy         # the generated CUDA of any variant
   blest ptx --sigma 16 --update eager --no-switching --arch sm_90
@@ -25,38 +32,113 @@ EXAMPLES = """examples:
   blest variants                               # every variant name
 """
 
+TUNE_EXAMPLES = """examples:
+  blest-tune graph.mtx                         # → ./graph.blest.json + ./graph.blest.npz
+  blest-tune graph.mtx.gz -o out/g.blest.json --budget 120
+  blest-tune edges.txt --undirected --sigma 8 16 --quiet
+
+Without a GPU the graph is still prepared and the candidate kernels are compiled (NVRTC), and
+the config is written with the paper's rules ("tuned": false); blest.load_tuned() then runs the
+NumPy emulator of that variant.
+"""
+
+
+class _Progress:
+    """One self-overwriting status line on stderr, only when stderr is a terminal."""
+
+    def __init__(self, prog: str, enabled: bool = True) -> None:
+        self.prog = prog
+        self.enabled = enabled and sys.stderr.isatty()
+        self._shown = False
+
+    def __call__(self, message: str) -> None:
+        if self.enabled:
+            width = max(20, _columns() - 1)
+            sys.stderr.write(f"\r\x1b[K{self.prog}: {message}"[: width + 4])
+            sys.stderr.flush()
+            self._shown = True
+
+    def clear(self) -> None:
+        if self._shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self._shown = False
+
+
+def _columns() -> int:
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns or 80
+    except OSError:
+        return 80
+
+
+def _is_config(target: str) -> bool:
+    """A tuned config is named ``*.json``; anything else is a graph file."""
+    return target.lower().endswith(".json")
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+_SPEC_FLAGS = ("sigma", "update", "dirty_sets", "queue", "switching", "launch")
+
+
 def _spec_args(p: argparse.ArgumentParser) -> None:
     d = VariantSpec()
-    p.add_argument("--sigma", type=int, choices=(4, 8, 16, 32), default=d.sigma)
-    p.add_argument("--update", choices=("eager", "lazy"), default=d.update)
-    p.add_argument("--dirty-sets", action=argparse.BooleanOptionalAction, default=d.dirty_sets)
-    p.add_argument("--queue", choices=("vss", "sweep"), default=d.queue)
-    p.add_argument("--switching", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--launch", choices=("persistent", "per_level"), default=d.launch)
+    p.add_argument("--sigma", type=int, choices=(4, 8, 16, 32), help=f"default {d.sigma}")
+    p.add_argument("--update", choices=("eager", "lazy"), help=f"default {d.update}")
+    p.add_argument("--dirty-sets", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--queue", choices=("vss", "sweep"), help=f"default {d.queue}")
+    p.add_argument(
+        "--switching", action=argparse.BooleanOptionalAction, default=None, help="default: lazy"
+    )
+    p.add_argument("--launch", choices=("persistent", "per_level"), help=f"default {d.launch}")
+
+
+def _given_spec_flags(args: argparse.Namespace) -> list[str]:
+    return ["--" + k.replace("_", "-") for k in _SPEC_FLAGS if getattr(args, k, None) is not None]
 
 
 def _spec_from(args: argparse.Namespace) -> VariantSpec:
-    switching = args.switching if args.switching is not None else args.update == "lazy"
+    d = VariantSpec()
+    update = args.update or d.update
+    switching = args.switching if args.switching is not None else update == "lazy"
     return VariantSpec(
-        sigma=args.sigma,
-        update=args.update,
-        dirty_sets=args.dirty_sets,
-        queue=args.queue,
+        sigma=args.sigma or d.sigma,
+        update=update,
+        dirty_sets=d.dirty_sets if args.dirty_sets is None else args.dirty_sets,
+        queue=args.queue or d.queue,
         switching=switching,
-        launch=args.launch,
+        launch=args.launch or d.launch,
     )
+
+
+def _read_config(path: str) -> object:
+    from blest.tuning.config import TunedConfig
+
+    return TunedConfig.read(path)
+
+
+def _target_spec(args: argparse.Namespace) -> tuple[VariantSpec, object]:
+    """The spec of ``args.config`` (a tuned config) or of the spec flags; and the config."""
+    if args.config is None:
+        return _spec_from(args), None
+    if not _is_config(args.config):
+        raise BlestError(f"{args.config} is not a tuned config (*.blest.json from blest-tune)")
+    flags = _given_spec_flags(args)
+    if flags:
+        raise BlestError(f"{', '.join(flags)} cannot be combined with a tuned config")
+    cfg = _read_config(args.config)
+    return cfg.spec, cfg
 
 
 def _cmd_source(args: argparse.Namespace) -> int:
     from blest.codegen.render import render
 
-    sys.stdout.write(render(_spec_from(args)))
+    spec, _ = _target_spec(args)
+    sys.stdout.write(render(spec))
     return 0
 
 
@@ -64,8 +146,10 @@ def _cmd_ptx(args: argparse.Namespace) -> int:
     from blest.codegen.compile import compile_source
     from blest.codegen.render import render
 
-    arch = args.arch.replace("sm_", "compute_")
-    sys.stdout.write(compile_source(render(_spec_from(args)), arch=arch, target="ptx").decode())
+    spec, cfg = _target_spec(args)
+    arch = args.arch or ((cfg.gpu or {}).get("arch") if cfg is not None else None) or "sm_90"
+    arch = arch.replace("sm_", "compute_")
+    sys.stdout.write(compile_source(render(spec), arch=arch, target="ptx").decode())
     return 0
 
 
@@ -102,6 +186,14 @@ def _describe(graph: object, sigmas: Sequence[int]) -> None:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
+    if _is_config(args.graph):
+        from blest.tuning.summary import summary_lines, timing_lines
+
+        cfg = _read_config(args.graph)
+        lines = summary_lines(cfg) + [f"artifact   {cfg.artifact_path}"]
+        lines += [f"note       {n}" for n in cfg.notes] + timing_lines(cfg)
+        print("\n".join(lines))
+        return 0
     _describe(_load(args.graph, args.directed), args.sigmas)
     return 0
 
@@ -124,43 +216,85 @@ def _run_bfs(graph: object, src: int, spec: VariantSpec, eta: float) -> tuple[np
     return result.levels, "no GPU: NumPy emulator of the kernel (slow but exact)"
 
 
+def _check_out_path(path: str | None) -> None:
+    if path and not Path(path).resolve().parent.is_dir():
+        raise BlestError(f"cannot write {path}: directory {Path(path).parent} does not exist")
+
+
+def _save_levels(path: str, levels: np.ndarray) -> None:
+    from blest.tuning.files import atomic_write
+
+    atomic_write(path, lambda f: np.save(f, levels))
+
+
+def _tuned_bfs(args: argparse.Namespace) -> tuple[np.ndarray, int, str]:
+    from blest.tuning.loader import load_tuned
+
+    given = _given_spec_flags(args)
+    given += [f for f, v in (("--eta", args.eta), ("--directed", args.directed)) if v is not None]
+    if given:
+        raise BlestError(f"{', '.join(given)} cannot be combined with a tuned config")
+    from blest.reference import check_source
+
+    check_source(args.src, int(_read_config(args.graph).graph["n"]))  # before any warning
+    with load_tuned(args.graph) as eng:
+        levels = eng.bfs(args.src)
+        if eng.device_name.startswith("CPU"):
+            return levels, eng.n, "no GPU: NumPy emulator of the tuned kernel (slow but exact)"
+        return levels, eng.n, f"GPU {eng.device_name}, {eng.stats.traversal_ms:.3f} ms traversal"
+
+
 def _cmd_bfs(args: argparse.Namespace) -> int:
-    graph = _load(args.graph, args.directed)
-    levels, how = _run_bfs(graph, args.src, _spec_from(args), args.eta)
+    _check_out_path(args.out)
+    if _is_config(args.graph):
+        levels, n, how = _tuned_bfs(args)
+    else:
+        graph = _load(args.graph, args.directed)
+        eta = 10.0 if args.eta is None else args.eta
+        levels, how = _run_bfs(graph, args.src, _spec_from(args), eta)
+        n = graph.n
     reached = int((levels >= 0).sum())
-    print(
-        f"source {args.src}: {reached:,} of {graph.n:,} reached, depth {int(levels.max())} ({how})"
-    )
+    print(f"source {args.src}: {reached:,} of {n:,} reached, depth {int(levels.max())} ({how})")
     if args.out:
-        np.save(args.out, levels)
+        _save_levels(args.out, levels)
         print(f"levels written to {args.out}")
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    """The user's flow on the bundled road graph: blest-tune, then load_tuned(...).bfs(src),
+    each result checked against SciPy."""
     from blest.datasets import example_path
-    from blest.graph.ordering import permute_graph, rcm
     from blest.reference import bfs_levels
+    from blest.tuning import load_tuned
 
-    t0 = time.perf_counter()
+    out = Path(args.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    config = out / "luxembourg_osm.blest.json"
+    argv = [str(example_path()), "-o", str(config), "--budget", str(args.budget)]
+    print(f"$ blest-tune {' '.join(argv)}")
+    status = tune_main(argv)
+    if status:
+        return status
+    print(f"$ python -c 'blest.load_tuned(\"{config}\").bfs(src)'")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the no-GPU notice was printed by blest-tune already
+        engine = load_tuned(config)
     graph = _load(str(example_path()), None)
-    print(f"loaded the bundled example in {time.perf_counter() - t0:.2f} s")
-    _describe(graph, (8,))
-    t0 = time.perf_counter()
-    perm = rcm(graph)
-    ordered = permute_graph(graph, perm)
-    print(f"RCM ordering in {time.perf_counter() - t0:.2f} s")
-    _describe(ordered, (8,))
-    spec = VariantSpec(sigma=8, update="lazy", dirty_sets=True, switching=True)
     rng = np.random.default_rng(27491095)
     for src in rng.choice(np.flatnonzero(graph.out_degree > 0), size=args.sources, replace=False):
         src = int(src)
-        levels, how = _run_bfs(graph, src, spec, 10.0)
-        want = bfs_levels(graph, src)
-        ok = "matches SciPy" if np.array_equal(levels, want) else "DIFFERS FROM SCIPY"
-        print(f"  bfs({src}): depth {int(levels.max())}, {ok} [{how}]")
-        if ok != "matches SciPy":
+        t0 = time.perf_counter()
+        levels = engine.bfs(src)
+        ms = (time.perf_counter() - t0) * 1e3
+        ok = np.array_equal(levels, bfs_levels(graph, src))
+        print(
+            f"  bfs({src}): depth {int(levels.max())}, {int((levels >= 0).sum()):,} reached, "
+            f"{ms:.1f} ms, {'matches SciPy' if ok else 'DIFFERS FROM SCIPY'}"
+        )
+        if not ok:
             return 1
+    print(f"generated CUDA of the chosen variant: blest source {config}")
     return 0
 
 
@@ -187,26 +321,31 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     d = sub.add_parser("demo", help="load, prepare and traverse the bundled example graph")
     d.add_argument("--sources", type=int, default=3)
+    d.add_argument("--dir", default="blest-demo", help="where the config and artifact go")
+    d.add_argument("--budget", type=float, default=20.0, help="tuning seconds on a GPU")
     d.set_defaults(func=_cmd_demo)
-    i = sub.add_parser("info", help="graph and BVSS statistics")
-    i.add_argument("graph")
+    i = sub.add_parser(
+        "info", help="graph and BVSS statistics, or a tuned config's choice and timings"
+    )
+    i.add_argument("graph", metavar="GRAPH_OR_CONFIG")
     i.add_argument("--sigmas", type=int, nargs="*", default=[4, 8, 16, 32])
     i.add_argument("--directed", action=argparse.BooleanOptionalAction, default=None)
     i.set_defaults(func=_cmd_info)
     for name, func, doc in (
-        ("source", _cmd_source, "print the generated CUDA source of a variant"),
-        ("ptx", _cmd_ptx, "print the PTX of a variant (NVRTC, no GPU needed)"),
+        ("source", _cmd_source, "print the generated CUDA source of a config's or any variant"),
+        ("ptx", _cmd_ptx, "print the PTX of a config's or any variant (NVRTC, no GPU needed)"),
     ):
-        s = sub.add_parser(name, help=doc)
+        s = sub.add_parser(name, help=doc, description=doc)
+        s.add_argument("config", nargs="?", metavar="CONFIG", help="a tuned *.blest.json")
         _spec_args(s)
         if name == "ptx":
-            s.add_argument("--arch", default="sm_90")
+            s.add_argument("--arch", help="default: the config's GPU, else sm_90")
         s.set_defaults(func=func)
-    b = sub.add_parser("bfs", help="BFS levels from one source")
-    b.add_argument("graph")
+    b = sub.add_parser("bfs", help="BFS levels from one source (a tuned config or a graph file)")
+    b.add_argument("graph", metavar="CONFIG_OR_GRAPH")
     b.add_argument("src", type=int)
     b.add_argument("--out", help="write the levels (int32, -1 unreachable) to this .npy")
-    b.add_argument("--eta", type=float, default=10.0)
+    b.add_argument("--eta", type=float, help="graph files only (default 10)")
     b.add_argument("--directed", action=argparse.BooleanOptionalAction, default=None)
     _spec_args(b)
     b.set_defaults(func=_cmd_bfs)
@@ -220,13 +359,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except (BlestError, ValueError, IndexError, TypeError, OSError) as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+
+    def one_line(message: Warning | str, *_: object, **__: object) -> None:
+        print(f"{parser.prog}: warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = one_line
+        try:
+            return int(args.func(args) or 0)
+        except (BlestError, ValueError, IndexError, TypeError, OSError, MemoryError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            print(f"{parser.prog}: error: {first}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            return 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -234,18 +380,116 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _run(build_parser(), argv)
 
 
-def tune_main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``blest-tune`` (the tuner lands with its own issue)."""
+# ---------------------------------------------------------------------- blest-tune
+def _tune_outputs(args: argparse.Namespace) -> tuple[Path, Path]:
+    from blest.tuning.config import default_outputs
+
+    config, artifact = default_outputs(args.graph, args.output)
+    if not config.name.endswith(".json"):
+        raise BlestError(f"the config name must end in .json (got {config})")
+    for p in (config, artifact):
+        if not p.resolve().parent.is_dir():
+            raise BlestError(f"cannot write {p}: directory {p.parent} does not exist")
+        if p.exists() and p.resolve() == Path(args.graph).resolve():
+            raise BlestError(f"{p} would overwrite the input graph")
+        if p.is_dir():
+            raise BlestError(f"cannot write {p}: it is a directory")
+    return config, artifact
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from blest.tuning.summary import summary_lines
+    from blest.tuning.tuner import tune, write_tuned
+
+    if args.budget <= 0:
+        raise BlestError(f"--budget must be > 0 seconds, got {args.budget:g}")
+    if args.sources < 1:
+        raise BlestError(f"--sources must be at least 1, got {args.sources}")
+    if args.ordering:
+        from blest.tuning.prepare import available_orderings
+
+        unknown = [o for o in args.ordering if o not in available_orderings()]
+        if unknown:
+            known = ", ".join(available_orderings())
+            raise BlestError(f"unknown ordering {', '.join(unknown)} (available: {known})")
+    config, artifact = _tune_outputs(args)
+    progress = _Progress("blest-tune", enabled=not args.quiet)
+    try:
+        progress(f"loading {args.graph}")
+        t0 = time.perf_counter()
+        graph = _load(args.graph, args.directed)
+        load_s = time.perf_counter() - t0
+        outcome = tune(
+            graph,
+            source=str(Path(args.graph).resolve()),
+            budget_s=args.budget,
+            n_sources=args.sources,
+            sigmas=args.sigma,
+            orderings=args.ordering,
+            progress=progress,
+        )
+        outcome.config.preparation["load_seconds"] = load_s
+        progress(f"writing {config}")
+        cfg = write_tuned(outcome, config, artifact)
+    finally:
+        progress.clear()
+    if not args.quiet:
+        if cfg.notes:
+            print(f"blest-tune: note: {'; '.join(cfg.notes)}", file=sys.stderr)
+        print("\n".join(summary_lines(cfg)))
+        print(f"wrote      {config} and {artifact}")
+    return 0
+
+
+def build_tune_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="blest-tune",
-        description="Tune blest for one graph: writes GRAPH.blest.json and a prepared graph. "
-        "Not implemented yet in this release; see `blest --help` for what works now.",
+        description="Tune blest for one graph: prepare it (ordering, BVSS), time the kernel "
+        "variants on the GPU and write a tuned config (JSON) plus the prepared graph (.npz).",
+        epilog=TUNE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("graph")
-    p.add_argument("-o", "--output")
-    args = p.parse_args(argv)
-    print(f"blest-tune: error: the tuner is not implemented yet ({args.graph})", file=sys.stderr)
-    return 2
+    p.add_argument("graph", metavar="GRAPH", help="graph file (.mtx, .mtx.gz, edge list, .npz)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="CONFIG",
+        help="config path (default ./GRAPH.blest.json); the "
+        "prepared graph goes beside it as *.blest.npz",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds for timing candidates (default 60; preparation not counted)",
+    )
+    p.add_argument("--sources", type=int, default=8, metavar="N", help="tuning sources (default 8)")
+    p.add_argument(
+        "--sigma",
+        type=int,
+        nargs="+",
+        choices=(4, 8, 16, 32),
+        default=[4, 8, 16, 32],
+        help="slice widths to consider (default all)",
+    )
+    p.add_argument(
+        "--ordering",
+        nargs="+",
+        metavar="NAME",
+        help="orderings to consider (default: every available one; natural, rcm, ...)",
+    )
+    d = p.add_mutually_exclusive_group()
+    d.add_argument("--directed", dest="directed", action="store_const", const=True, default=None)
+    d.add_argument("--undirected", dest="directed", action="store_const", const=False)
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    p.set_defaults(func=_cmd_tune)
+    return p
+
+
+def tune_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``blest-tune``."""
+    return _run(build_tune_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@ A permutation is stored both ways as int32: ``new_of_old[u]`` is the internal id
 vertex u, ``old_of_new[v]`` the user id of internal vertex v. Kernels write results through
 ``old_of_new`` so every API returns the user's ids.
 
-Orderings here: natural (identity) and reverse Cuthill-McKee (SciPy's, on the symmetrized
-pattern) which tightens row ids inside VSSs on road-like graphs. JaccardWithWindows (Blest
-Alg. 1) comes with the reordering issue.
+Orderings here (:data:`ORDERINGS`, computed by name with :func:`compute_ordering`): natural
+(identity); reverse Cuthill-McKee (SciPy's, on the symmetrized pattern), which tightens row ids
+inside VSSs on road-like graphs; JaccardWithWindows (Blest Alg. 1, :mod:`blest.graph.jaccard`),
+which packs columns with common out-neighbours into slice sets on scale-free-like graphs.
+:func:`blest.graph.classify.default_ordering` picks between the last two as the paper does.
 """
 
 from __future__ import annotations
@@ -19,18 +21,23 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from blest.graph.core import Graph
 
-__all__ = ["Permutation", "identity", "rcm", "permute_graph", "ORDERINGS"]
+__all__ = ["Permutation", "identity", "rcm", "permute_graph", "compute_ordering", "ORDERINGS"]
 
-ORDERINGS = ("natural", "rcm")
+ORDERINGS = ("natural", "rcm", "jaccard")
 
 
 @dataclass(frozen=True, eq=False)
 class Permutation:
-    """A relabelling of vertex ids, kept in both directions (int32)."""
+    """A relabelling of vertex ids, kept in both directions (int32).
+
+    ``name`` is the ordering actually computed; ``notes`` holds one-line notices about how it
+    was obtained (e.g. a fallback to RCM), for the tuner to record.
+    """
 
     new_of_old: np.ndarray
     old_of_new: np.ndarray
     name: str = "custom"
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def from_old_of_new(cls, old_of_new: np.ndarray, name: str = "custom") -> Permutation:
@@ -61,6 +68,33 @@ def rcm(graph: Graph) -> Permutation:
     pattern.sort_indices()
     old_of_new = reverse_cuthill_mckee(pattern, symmetric_mode=True)
     return Permutation.from_old_of_new(old_of_new, "rcm")
+
+
+def compute_ordering(
+    graph: Graph,
+    name: str,
+    *,
+    sigma: int = 8,
+    window: int = 1 << 16,
+    device: int | str | None = None,
+    W: int | None = None,
+) -> Permutation:
+    """The permutation of ordering ``name`` (one of :data:`ORDERINGS`).
+
+    ``sigma`` and ``window`` (alias ``W``, the config's key) parametrize JaccardWithWindows;
+    ``device`` picks its implementation (``None``: GPU if usable, else CPU; ``"cpu"``; a GPU
+    index). Without a GPU and without Numba, "jaccard" returns RCM with a note (see
+    :func:`blest.graph.jaccard.jaccard_with_windows`); ``natural`` and ``rcm`` ignore them.
+    """
+    if name == "natural":
+        return identity(graph.n)
+    if name == "rcm":
+        return rcm(graph)
+    if name == "jaccard":
+        from blest.graph.jaccard import jaccard_with_windows
+
+        return jaccard_with_windows(graph, sigma, window if W is None else W, device=device)
+    raise ValueError(f"unknown ordering {name!r}; known: {', '.join(ORDERINGS)}")
 
 
 def permute_graph(graph: Graph, perm: Permutation) -> Graph:

@@ -77,6 +77,9 @@ class Engine:
     small_queue : int, optional
         Persistent variants: levels whose queue holds at most this many VSSs run in one block,
         without grid barriers (0: never). Default: twice the warps of a block.
+    internal : Graph, optional
+        ``graph`` already relabelled by ``permutation`` (saves re-sorting it); its in_csr feeds
+        the bottom-up kernel.
     record_levels : bool
         Record when each level starts (global timer), for :meth:`level_times_ms`.
     bvss : BVSS, optional
@@ -97,6 +100,7 @@ class Engine:
         bvss: BVSS | None = None,
         small_queue: int | None = None,
         record_levels: bool = False,
+        internal: Graph | None = None,
     ) -> None:
         from blest.codegen import toolchain
 
@@ -114,7 +118,10 @@ class Engine:
             raise ValueError("the graph has no vertices")
         self.permutation = permutation
         self._record_levels = bool(record_levels)
-        internal = graph if permutation is None else permute_graph(graph, permutation)
+        if internal is None:
+            internal = graph if permutation is None else permute_graph(graph, permutation)
+        elif internal.n != graph.n or internal.nnz != graph.nnz:
+            raise ValueError("internal must be the graph relabelled by the permutation")
         with cp.cuda.Device(self._device_id):
             self._check_memory(internal)
             if bvss is None:

@@ -1,0 +1,144 @@
+"""The tuner's search space: candidates = ordering × VariantSpec × eta × launch geometry.
+
+Pruning plan (DESIGN.md, "Tuned config"; issue 4): a coarse pass over every persistent variant
+of the allowed sigmas at eta = 10 and both geometries, for every ordering; then, on the best few,
+the eta grid (switching variants), the small-queue threshold (lazy persistent variants) and,
+budget permitting, the per-level launch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from blest.bench import paper_spec
+from blest.codegen.spec import VariantSpec, variants
+from blest.graph.bvss import SIGMAS
+
+__all__ = [
+    "COARSE_ETA",
+    "ETA_GRID",
+    "GEOMETRIES",
+    "SMALL_QUEUES",
+    "Candidate",
+    "persistent_specs",
+    "coarse_candidates",
+    "eta_variants",
+    "small_queue_variants",
+    "per_level_variant",
+    "paper_candidate",
+]
+
+#: Switching constants tried in refinement; 0 forbids bottom-up levels ("off").
+ETA_GRID = (2.0, 5.0, 10.0, 20.0, 50.0, 0.0)
+COARSE_ETA = 10.0
+#: (threads per block, blocks per SM or None for what the occupancy API allows)
+GEOMETRIES: tuple[tuple[int, int | None], ...] = ((256, None), (1024, 1))
+#: small_queue thresholds tried besides the engine's default (twice the warps of a block).
+SMALL_QUEUES = (0, 128)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One timed configuration. ``eta`` is None for variants without switching and
+    ``small_queue`` None for the engine's default."""
+
+    ordering: str
+    spec: VariantSpec
+    eta: float | None = None
+    block_size: int = 256
+    blocks_per_sm: int | None = None
+    small_queue: int | None = None
+
+    @property
+    def engine_key(self) -> tuple[Any, ...]:
+        """What needs a fresh engine; eta and small_queue are set on a live one."""
+        return (self.ordering, self.spec, self.block_size, self.blocks_per_sm)
+
+    @property
+    def engine_eta(self) -> float:
+        return COARSE_ETA if self.eta is None else float(self.eta)
+
+    @property
+    def label(self) -> str:
+        parts = [f"{self.ordering}/{self.spec.name}"]
+        if self.spec.switching:
+            parts.append(f"eta={self.eta:g}" if self.eta else "eta=off")
+        bps = "occ" if self.blocks_per_sm is None else str(self.blocks_per_sm)
+        parts.append(f"{self.block_size}x{bps}")
+        if self.small_queue is not None:
+            parts.append(f"sq={self.small_queue}")
+        return " ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ordering": self.ordering,
+            "variant": self.spec.name,
+            "spec": self.spec.to_dict(),
+            "eta": self.eta,
+            "block_size": self.block_size,
+            "blocks_per_sm": self.blocks_per_sm,
+            "small_queue": self.small_queue,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Candidate:
+        return cls(
+            ordering=str(d["ordering"]),
+            spec=VariantSpec.from_dict(d["spec"]),
+            eta=None if d.get("eta") is None else float(d["eta"]),
+            block_size=int(d.get("block_size", 256)),
+            blocks_per_sm=d.get("blocks_per_sm"),
+            small_queue=d.get("small_queue"),
+        )
+
+
+def _priority(spec: VariantSpec) -> tuple:
+    """sigma 8 first (the paper's), then lazy with switching, then the rest."""
+    return (spec.sigma != 8, spec.sigma, spec.update != "lazy", not spec.switching, spec.name)
+
+
+def persistent_specs(sigmas: Iterable[int] = SIGMAS) -> list[VariantSpec]:
+    """Every persistent variant of the given sigmas, most promising first."""
+    wanted = set(sigmas)
+    return sorted((s for s in variants(launch="persistent") if s.sigma in wanted), key=_priority)
+
+
+def coarse_candidates(orderings: Sequence[str], sigmas: Iterable[int] = SIGMAS) -> list[Candidate]:
+    """The coarse pass: geometry-major (the default geometry first), then variant, then ordering."""
+    specs = persistent_specs(sigmas)
+    out = []
+    for block, bps in GEOMETRIES:
+        for spec in specs:
+            for ordering in orderings:
+                eta = COARSE_ETA if spec.switching else None
+                out.append(Candidate(ordering, spec, eta, block, bps))
+    return out
+
+
+def eta_variants(c: Candidate) -> list[Candidate]:
+    """The rest of the eta grid for a switching candidate (none otherwise)."""
+    if not c.spec.switching:
+        return []
+    return [replace(c, eta=e) for e in ETA_GRID if e != c.eta]
+
+
+def small_queue_variants(c: Candidate) -> list[Candidate]:
+    """Other small-queue thresholds for a lazy persistent candidate (none otherwise)."""
+    if c.spec.update != "lazy" or c.spec.launch != "persistent":
+        return []
+    return [replace(c, small_queue=q) for q in SMALL_QUEUES if q != c.small_queue]
+
+
+def per_level_variant(c: Candidate) -> Candidate | None:
+    """The same candidate with one launch per level (small_queue does not apply)."""
+    if c.spec.launch == "per_level":
+        return None
+    return replace(c, spec=replace(c.spec, launch="per_level"), small_queue=None)
+
+
+def paper_candidate(ordering: str, u_div: float, switching: bool) -> Candidate:
+    """The paper's fixed choice: sigma=8, lazy iff U_div > 25,000, eta=10, default geometry."""
+    spec = paper_spec(u_div, switching)
+    return Candidate(ordering, spec, COARSE_ETA if spec.switching else None)

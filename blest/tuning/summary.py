@@ -1,0 +1,79 @@
+"""Human-readable summaries of a tuned config (``blest-tune`` output and ``blest info CONFIG``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from blest.tuning.config import TunedConfig
+
+__all__ = ["summary_lines", "timing_lines"]
+
+
+def _ms(x: Any) -> str:
+    return "-" if x is None else f"{x:.4f} ms"
+
+
+def _geometry(cfg: TunedConfig) -> str:
+    bps = "occupancy" if cfg.blocks_per_sm is None else f"{cfg.blocks_per_sm}/SM"
+    sq = "default" if cfg.small_queue is None else str(cfg.small_queue)
+    return f"{cfg.block_size} threads x {bps}, small_queue {sq}"
+
+
+def summary_lines(cfg: TunedConfig) -> list[str]:
+    """Graph, preparation, choice, and (when tuned) the held-out comparison."""
+    g, p = cfg.graph, cfg.preparation
+    kind = "directed" if g["directed"] else "undirected"
+    secs = p.get("seconds", {}).get(p["ordering"], {})
+    prep_s = sum(v for v in secs.values() if isinstance(v, (int, float)))
+    lines = [
+        f"graph      {g.get('source') or '(unknown)'}",
+        f"           {g['n']:,} vertices ({g.get('isolated', 0):,} isolated), {g['arcs']:,} arcs, "
+        f"{kind}",
+        f"prepared   ordering {p['ordering']}"
+        + (f" (W={p['W']})" if p.get("W") else "")
+        + f", sigma={p['sigma']}: compression {p.get('compression_ratio', 0):.4f}, "
+        f"U_div {p.get('u_div', 0):.1f} (at sigma=8: {p.get('u_div_sigma8', 0):.1f}), "
+        f"{prep_s:.2f} s",
+        f"variant    {cfg.spec.name}"
+        + (f"  eta={cfg.eta:g}" if cfg.spec.switching else "")
+        + f"  [{_geometry(cfg)}]",
+    ]
+    if cfg.tuned:
+        gpu = cfg.gpu or {}
+        t = cfg.timing
+        n_ok = sum(1 for c in t.get("candidates", []) if c.get("median_ms") is not None)
+        lines.append(
+            f"tuned      on {gpu.get('name')} (sm {gpu.get('compute_capability')}): {n_ok} "
+            f"candidates in {t.get('elapsed_s', 0):.1f} s (budget {t.get('budget_s', 0):g} s), "
+            f"{len(t.get('tuning_sources', []))} tuning sources"
+        )
+    else:
+        lines.append("tuned      no: the paper's rules chose (run blest-tune on a GPU to tune)")
+    r = cfg.report
+    if r:
+        lines.append(f"held-out   {r['sources']} sources, mean traversal time")
+        lines.append(f"  pick     {_ms(r.get('pick_ms'))}  {r['pick']}")
+        lines.append(
+            f"  paper    {_ms(r.get('paper_ms'))}  {r['paper']}  (pick/paper {r['pick_vs_paper']})"
+        )
+        lines.append(
+            f"  oracle   {_ms(r.get('oracle_ms'))}  {r['oracle']}  "
+            f"(pick/oracle {r['pick_vs_oracle']})"
+        )
+    return lines
+
+
+def timing_lines(cfg: TunedConfig, limit: int = 15) -> list[str]:
+    """The fastest rows of the timing table (median ms over the tuning sources)."""
+    rows = [c for c in cfg.timing.get("candidates", []) if c.get("median_ms") is not None]
+    failed = [c for c in cfg.timing.get("candidates", []) if c.get("error")]
+    if not rows and not failed:
+        return []
+    rows.sort(key=lambda c: c["median_ms"])
+    out = [f"timings    {len(rows)} candidates timed (fastest {min(limit, len(rows))} shown)"]
+    out += [f"  {c['median_ms']:9.4f} ms  {c['stage']:<11} {c['label']}" for c in rows[:limit]]
+    if failed:
+        out.append(
+            f"  {len(failed)} candidates failed, e.g. {failed[0]['label']}: {failed[0]['error']}"
+        )
+    return out

@@ -1,0 +1,409 @@
+"""``tune(graph)``: prepare, choose a variant (by timing on a GPU, by the paper's rules without
+one) and build the prepared artifact; :func:`write_tuned` publishes config + artifact.
+
+On a GPU: every available ordering is prepared, candidates are compiled up front
+(:func:`blest.codegen.compile.compile_many`) and searched within the budget (:mod:`.search`) on
+8 seeded tuning sources; the pick is checked against SciPy on one source, then re-timed beside
+the paper's fixed choice and the best other candidates on the protocol's 64 held-out sources.
+Without a GPU: the paper's rules (default ordering, sigma=8, lazy iff U_div > 25,000, switching
+on with eta=10) and an NVRTC compile of the candidates as a check; ``tuned`` is false.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from blest.bench import SOURCE_SEED, paper_spec, three_run_rule, timing_sources
+from blest.codegen.spec import VariantSpec
+from blest.errors import GPUUnavailableError
+from blest.graph.bvss import SIGMAS, u_div
+from blest.graph.core import Graph
+from blest.tuning.artifact import Prepared, save_artifact
+from blest.tuning.config import TunedConfig
+from blest.tuning.files import removing_on_error, sha256_file
+from blest.tuning.prepare import (
+    OrderingUnavailable,
+    Preparation,
+    available_orderings,
+    default_ordering,
+    prepare,
+    prepare_with_fallback,
+)
+from blest.tuning.search import Search, Timed, measure, relative
+from blest.tuning.space import Candidate, coarse_candidates, paper_candidate, persistent_specs
+
+__all__ = ["TuneOutcome", "split_sources", "tune", "write_tuned", "HELD_OUT", "TUNING_SOURCES"]
+
+TUNING_SOURCES = 8
+HELD_OUT = 64
+#: top candidates (besides the pick and the paper's choice) re-timed on the held-out sources
+ORACLE_POOL = 5
+Progress = Callable[[str], None]
+
+
+@dataclass
+class TuneOutcome:
+    """What :func:`tune` decided: the config (artifact fields still empty) and the artifact."""
+
+    config: TunedConfig
+    prepared: Prepared
+
+
+def _quiet(msg: str) -> None:
+    pass
+
+
+def split_sources(
+    graph: Graph, n_tuning: int = TUNING_SOURCES, n_held: int = HELD_OUT
+) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """(tuning, held-out, note): held-out = the protocol's sources; tuning = a seeded draw
+    from the other vertices with out-degree > 0 (overlapping only when there are none left)."""
+    held = timing_sources(graph, n_held)
+    rest = np.setdiff1d(np.flatnonzero(graph.out_degree > 0), held)
+    rng = np.random.default_rng(SOURCE_SEED + 1)
+    if rest.size:
+        return rng.choice(rest, size=min(n_tuning, rest.size), replace=False), held, None
+    note = "too few vertices with out-arcs for disjoint tuning and held-out sources"
+    return held[:n_tuning], held, note
+
+
+def _graph_info(graph: Graph, source: str | None) -> dict[str, Any]:
+    return {
+        "hash": graph.content_hash(),
+        "n": graph.n,
+        "arcs": graph.nnz,
+        "directed": graph.directed,
+        "isolated": graph.isolated,
+        "source": source,
+        "self_loops_dropped": graph.report.self_loops,
+        "duplicates_dropped": graph.report.duplicates,
+    }
+
+
+def _preparation_info(
+    prep: Preparation, sigma: int, u_div8: float, default: str, all_seconds: dict[str, Any]
+) -> dict[str, Any]:
+    st = prep.host_bvss(sigma).stats()
+    return {
+        "ordering": prep.ordering,
+        "W": prep.params.get("W"),
+        "sigma": sigma,
+        "default_ordering": default,
+        "u_div_sigma8": u_div8,
+        "u_div": st.u_div,
+        "compression_ratio": st.compression_ratio,
+        "n_vss": st.n_vss,
+        "real_slices": st.real_slices,
+        "bvss_bytes": st.gpu_bytes,
+        "seconds": all_seconds,
+    }
+
+
+def _prepared(prep: Preparation, sigma: int) -> Prepared:
+    g = prep.internal
+    return Prepared(
+        prep.graph, prep.ordering, prep.permutation, g.in_ptr, g.in_idx, prep.host_bvss(sigma)
+    )
+
+
+# ---------------------------------------------------------------------- entry point
+def tune(
+    graph: Graph,
+    *,
+    source: str | None = None,
+    budget_s: float = 60.0,
+    n_sources: int = TUNING_SOURCES,
+    sigmas: Sequence[int] = SIGMAS,
+    orderings: Sequence[str] | None = None,
+    use_gpu: bool | None = None,
+    repeats: int = 1,
+    progress: Progress | None = None,
+) -> TuneOutcome:
+    """Choose a variant for ``graph``; see the module docstring. ``use_gpu=None`` times on a
+    GPU when one is usable, else applies the paper's rules."""
+    if graph.n == 0:
+        raise ValueError("the graph has no vertices: nothing to tune")
+    sigmas = tuple(sorted(set(int(s) for s in sigmas)))
+    bad = [s for s in sigmas if s not in SIGMAS]
+    if bad or not sigmas:
+        raise ValueError(f"sigma must be among {SIGMAS}, got {bad or 'none'}")
+    if budget_s <= 0 or n_sources < 1:
+        raise ValueError("the budget must be > 0 seconds and --sources at least 1")
+    progress = progress or _quiet
+    if use_gpu is None:
+        from blest.codegen.toolchain import have_gpu
+
+        use_gpu = have_gpu()
+    why = "no GPU"
+    if use_gpu and not np.any(graph.out_degree > 0):
+        use_gpu, why = False, "no vertex has an out-arc"  # nothing to time
+    if use_gpu:
+        return _tune_gpu(graph, source, budget_s, n_sources, sigmas, orderings, repeats, progress)
+    return _paper_rules(graph, source, sigmas, orderings, progress, why)
+
+
+def write_tuned(
+    outcome: TuneOutcome, config_path: str | os.PathLike[str], artifact_path: str | os.PathLike[str]
+) -> TunedConfig:
+    """Write the artifact, then the config (each atomically); on failure neither is left."""
+    config_path, artifact_path = Path(config_path), Path(artifact_path)
+    cfg = outcome.config
+    with removing_on_error(artifact_path):
+        save_artifact(artifact_path, outcome.prepared)
+        cfg.artifact_sha256 = sha256_file(artifact_path)
+        try:
+            cfg.artifact = os.path.relpath(artifact_path.resolve(), config_path.resolve().parent)
+        except ValueError:  # another drive (Windows)
+            cfg.artifact = str(artifact_path.resolve())
+        cfg.write(config_path)
+    return cfg
+
+
+# ---------------------------------------------------------------------- without a GPU
+def _paper_rules(
+    graph: Graph,
+    source: str | None,
+    sigmas: tuple[int, ...],
+    orderings: Sequence[str] | None,
+    progress: Progress,
+    why: str = "no GPU",
+) -> TuneOutcome:
+    notes = [f"{why}: variant chosen by the paper's rules, not timed"]
+    default, why = default_ordering(graph)
+    notes += why
+    wanted = orderings[0] if orderings else default
+    sigma = 8 if 8 in sigmas else sigmas[0]
+    if sigma != 8:
+        notes.append(f"--sigma excludes the paper's sigma=8: used sigma={sigma}")
+    progress(f"ordering: {wanted}")
+    prep, why = prepare_with_fallback(graph, wanted, sigma)
+    notes += why
+    progress("BVSS")
+    u8 = u_div(prep.bvss(8))
+    spec = paper_spec(u8, switching=True)
+    if sigma != 8:
+        spec = replace(spec, sigma=sigma)
+    if spec.switching:
+        notes.append("switching on with eta=10 (the paper's three-run rule needs a GPU)")
+    compiled, seconds = _compile_check([*persistent_specs(sigmas), spec], "sm_90", notes, progress)
+    cfg = TunedConfig(
+        graph=_graph_info(graph, source),
+        preparation=_preparation_info(prep, sigma, u8, default, {prep.ordering: prep.seconds}),
+        artifact="",
+        artifact_sha256="",
+        spec=spec,
+        eta=10.0,
+        tuned=False,
+        notes=notes,
+        timing={
+            "candidates": [],
+            "compiled": compiled,
+            "compile_arch": "sm_90",
+            "compile_seconds": seconds,
+        },
+    )
+    return TuneOutcome(cfg, _prepared(prep, sigma))
+
+
+def _compile_check(
+    specs: Sequence[VariantSpec], arch: str, notes: list[str], progress: Progress
+) -> tuple[list[str], float]:
+    """NVRTC-compile the rendered specs (disk-cached; the sources are what Engine compiles)."""
+    from blest.codegen.compile import compile_many
+    from blest.codegen.render import render
+
+    unique = list(dict.fromkeys(specs))
+    progress(f"compiling {len(unique)} variants for {arch}")
+    t0 = time.perf_counter()
+    try:
+        compile_many([render(s) for s in unique], arch=arch)
+    except GPUUnavailableError as exc:
+        notes.append(f"candidates not compiled ({exc})")
+        return [], 0.0
+    return [s.name for s in unique], time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------------- on a GPU
+def _tune_gpu(
+    graph: Graph,
+    source: str | None,
+    budget_s: float,
+    n_sources: int,
+    sigmas: tuple[int, ...],
+    orderings: Sequence[str] | None,
+    repeats: int,
+    progress: Progress,
+) -> TuneOutcome:
+    import cupy
+
+    from blest.codegen.toolchain import require_gpu
+    from blest.tuning.gpu import EngineFactory
+
+    _device, arch, gpu_name = require_gpu()
+    notes: list[str] = []
+    tuning, held, note = split_sources(graph, n_sources)
+    if note:
+        notes.append(note)
+    default, why = default_ordering(graph)
+    notes += why
+    names = list(dict.fromkeys([default, *(orderings or available_orderings())]))
+    if orderings:
+        names = [n for n in names if n in orderings]
+    preps: dict[str, Preparation] = {}
+    order_sigma = 8 if 8 in sigmas else sigmas[0]
+    for name in names:
+        progress(f"ordering: {name}")
+        try:
+            prep = prepare(graph, name, order_sigma)
+        except OrderingUnavailable as exc:
+            notes.append(f"{exc}: not tuned over")
+            continue
+        notes += prep.notes
+        preps.setdefault(prep.ordering, prep)  # a fallback may repeat an ordering
+    if not preps:
+        raise OrderingUnavailable("none of the requested orderings could be computed")
+    if default not in preps:
+        fallback = "rcm" if "rcm" in preps else next(iter(preps))
+        notes.append(
+            f"the default ordering {default} is unavailable: paper's choice uses {fallback}"
+        )
+        default = fallback
+    factory = EngineFactory(preps)
+    try:
+        progress("BVSS sigma=8 and U_div")
+        u8 = u_div(preps[default].bvss(8, xp=cupy))
+        paper = paper_candidate(default, u8, False)
+        specs = [*persistent_specs(sigmas), paper_spec(u8, False), paper_spec(u8, True)]
+        compiled, compile_s = _compile_check(specs, arch, notes, progress)
+        if paper.spec.update == "lazy":
+            progress("paper's three-run rule")
+            switching = three_run_rule(lambda sw: factory(paper_candidate(default, u8, sw)), tuning)
+            paper = paper_candidate(default, u8, switching)
+        search = Search(factory, tuning, budget_s=budget_s, repeats=repeats, progress=progress)
+        search.run(coarse_candidates(list(preps), sigmas), baseline=paper)
+        allowed = set(sigmas)
+        pick = _verified_pick(search, factory, graph, int(tuning[0]), allowed, progress)
+        t0 = time.perf_counter()
+        report = _held_out(search, factory, pick, paper, held, progress)
+        report["seconds"] = time.perf_counter() - t0
+        report["held_out_sources"] = [int(s) for s in held]
+        prep = preps[pick.candidate.ordering]
+        c = pick.candidate
+        seconds = {name: p.seconds for name, p in preps.items()}
+        timing = {
+            "statistic": "median traversal ms over the tuning sources (one warm-up first)",
+            "tuning_sources": [int(s) for s in tuning],
+            "repeats": repeats,
+            "warmup": 1,
+            "budget_s": budget_s,
+            "elapsed_s": search.elapsed_s,
+            "compiled": compiled,
+            "compile_arch": arch,
+            "compile_seconds": compile_s,
+            "candidates": [t.to_dict() for t in search.results],
+        }
+        cfg = TunedConfig(
+            graph=_graph_info(graph, source),
+            preparation=_preparation_info(prep, c.spec.sigma, u8, default, seconds),
+            artifact="",
+            artifact_sha256="",
+            spec=c.spec,
+            eta=c.engine_eta,
+            block_size=c.block_size,
+            blocks_per_sm=c.blocks_per_sm,
+            small_queue=c.small_queue,
+            gpu={"name": gpu_name, "compute_capability": f"{arch[3:-1]}.{arch[-1]}", "arch": arch},
+            tuned=True,
+            notes=notes,
+            timing=timing,
+            report=report,
+        )
+        return TuneOutcome(cfg, _prepared(prep, c.spec.sigma))
+    finally:
+        factory.release()
+
+
+def _verified_pick(
+    search: Search, factory: Any, graph: Graph, src: int, sigmas: set[int], progress: Progress
+) -> Timed:
+    """The fastest candidate whose levels from ``src`` equal SciPy's (wrong ones are marked)."""
+    from blest.reference import bfs_levels
+
+    want = bfs_levels(graph, src)
+    for _ in range(5):
+        pick = search.pick(lambda c: c.spec.sigma in sigmas)
+        if pick is None:
+            break
+        progress(f"checking {pick.candidate.label} against SciPy")
+        engine = factory(pick.candidate)
+        try:
+            ok = np.array_equal(engine.bfs(src), want)
+        finally:
+            engine.close()
+        if ok:
+            return pick
+        pick.error = f"levels from source {src} differ from SciPy's"
+    raise RuntimeError("no timed candidate produced correct levels; please report this graph")
+
+
+def _held_out(
+    search: Search,
+    factory: Any,
+    pick: Timed,
+    paper: Candidate,
+    held: np.ndarray,
+    progress: Progress,
+) -> dict[str, Any]:
+    """Mean traversal ms on the held-out sources: the pick, the paper's choice, the oracle."""
+    pool = [pick.candidate, paper] + [
+        t.candidate for t in search.best(ORACLE_POOL, distinct_engines=False)
+    ]
+    rows = []
+    for c in dict.fromkeys(pool):
+        progress(f"held-out: {c.label}")
+        row: dict[str, Any] = {"label": c.label, **c.to_dict()}
+        try:
+            engine = factory(c)
+            try:
+                times = measure(engine, held)
+            finally:
+                engine.close()
+            row.update(mean_ms=float(np.mean(times)), median_ms=float(np.median(times)))
+        except Exception as exc:  # recorded; the pick and the paper's choice ran before
+            row.update(mean_ms=None, median_ms=None, error=f"{type(exc).__name__}: {exc}")
+        rows.append(row)
+    return summarize_held_out(rows, pick.candidate.label, paper.label, len(held))
+
+
+def summarize_held_out(
+    rows: list[dict[str, Any]], pick_label: str, paper_label: str, n_sources: int
+) -> dict[str, Any]:
+    """Pick vs paper vs oracle (best held-out mean of the rows) with the 3% noise rule."""
+    timed = [r for r in rows if r.get("mean_ms") is not None]
+    by_label = {r["label"]: r["mean_ms"] for r in timed}
+    pick_ms = by_label.get(pick_label, float("inf"))
+    paper_ms = by_label.get(paper_label, float("inf"))
+    oracle = min(timed, key=lambda r: r["mean_ms"]) if timed else None
+    oracle_ms = oracle["mean_ms"] if oracle else float("inf")
+    return {
+        "sources": n_sources,
+        "statistic": "mean traversal ms over the held-out sources (one warm-up first)",
+        "rows": rows,
+        "pick": pick_label,
+        "paper": paper_label,
+        "oracle": oracle["label"] if oracle else None,
+        "pick_ms": pick_ms,
+        "paper_ms": paper_ms,
+        "oracle_ms": oracle_ms,
+        "pick_vs_paper": relative(pick_ms, paper_ms),
+        "pick_vs_oracle": relative(pick_ms, oracle_ms),
+        "pick_is_oracle": oracle is not None and oracle["label"] == pick_label,
+        "pick_within_noise_of_oracle": bool(pick_ms <= oracle_ms * 1.03),
+    }

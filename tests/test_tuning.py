@@ -1,0 +1,508 @@
+"""The tuner without a GPU: config + artifact round trip and refusals, the emulated engine,
+the search logic (driven by fake engines and a fake clock), source splitting, the space."""
+
+from __future__ import annotations
+
+import json
+import types
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from random_graphs import make_directed, make_grid, make_power_law
+
+import blest
+from blest.codegen.spec import VariantSpec
+from blest.errors import ConfigError, GPUUnavailableError
+from blest.graph.core import Graph
+from blest.reference import bfs_levels
+from blest.tuning import tuner as tuner_mod
+from blest.tuning.config import CONFIG_VERSION, TunedConfig, default_outputs
+from blest.tuning.files import atomic_write
+from blest.tuning.loader import EmulatedEngine, load_prepared
+from blest.tuning.prepare import (
+    OrderingUnavailable,
+    compute_ordering,
+    prepare,
+    prepare_with_fallback,
+)
+from blest.tuning.search import NOISE, Search, relative
+from blest.tuning.space import (
+    ETA_GRID,
+    GEOMETRIES,
+    Candidate,
+    coarse_candidates,
+    eta_variants,
+    paper_candidate,
+    per_level_variant,
+    persistent_specs,
+    small_queue_variants,
+)
+from blest.tuning.tuner import split_sources, summarize_held_out, tune, write_tuned
+
+
+@pytest.fixture(autouse=True)
+def no_compile(monkeypatch):
+    """The NVRTC check of the candidates is exercised in test_cli; skip it here."""
+    monkeypatch.setattr(tuner_mod, "_compile_check", lambda specs, arch, notes, progress: ([], 0.0))
+
+
+def _tuned(tmp_path, graph: Graph, name: str = "g", **kw) -> tuple[TunedConfig, object]:
+    out = tune(graph, source=f"/data/{name}.mtx", use_gpu=False, **kw)
+    cfg = write_tuned(out, tmp_path / f"{name}.blest.json", tmp_path / f"{name}.blest.npz")
+    return cfg, out
+
+
+def _load(path, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return blest.load_tuned(path, **kw)
+
+
+# ---------------------------------------------------------------------- files and config
+def test_default_outputs(tmp_path):
+    assert default_outputs("/x/road.mtx.gz", None) == (
+        default_outputs("road.mtx", None)[0],
+        default_outputs("road.mtx", None)[1],
+    )
+    cfg, art = default_outputs("/x/road.mtx.gz", None)
+    assert (str(cfg), str(art)) == ("road.blest.json", "road.blest.npz")
+    cfg, art = default_outputs("g.mtx", str(tmp_path / "out.blest.json"))
+    assert cfg == tmp_path / "out.blest.json" and art == tmp_path / "out.blest.npz"
+    assert default_outputs("g.mtx", "o/x.json")[1].name == "x.blest.npz"
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "f.bin"
+
+    def boom(f):
+        f.write(b"partial")
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, boom)
+    assert list(tmp_path.iterdir()) == []
+    atomic_write(target, lambda f: f.write(b"ok"))
+    assert target.read_bytes() == b"ok" and len(list(tmp_path.iterdir())) == 1
+
+
+def test_config_round_trip(tmp_path, rng):
+    g = make_grid(rng, 400)
+    cfg, _ = _tuned(tmp_path, g, orderings=["rcm"])
+    again = TunedConfig.read(tmp_path / "g.blest.json")
+    assert again.to_dict() == cfg.to_dict()
+    assert again == cfg
+    data = json.loads((tmp_path / "g.blest.json").read_text())
+    assert data["version"] == CONFIG_VERSION and data["tuned"] is False
+    assert data["graph"]["hash"] == g.content_hash()
+    assert (data["graph"]["n"], data["graph"]["arcs"]) == (g.n, g.nnz)
+    assert data["preparation"]["ordering"] == "rcm" and data["preparation"]["sigma"] == 8
+    assert data["artifact"]["path"] == "g.blest.npz" and len(data["artifact"]["sha256"]) == 64
+    assert VariantSpec.from_dict(data["variant"]) == cfg.spec
+    assert data["gpu"] is None and isinstance(data["timing"], dict)
+    assert any("paper's rules" in n for n in data["notes"])
+
+
+def test_paper_rules_without_gpu(tmp_path, rng):
+    g = make_grid(rng, 300)
+    cfg, _ = _tuned(tmp_path, g)  # U_div is tiny on a small graph: eager, no switching
+    assert cfg.spec == VariantSpec(sigma=8, update="eager", switching=False)
+    assert cfg.preparation["u_div_sigma8"] < 25_000
+    cfg16, _ = _tuned(tmp_path, g, name="h", sigmas=(16,))
+    assert cfg16.spec.sigma == 16 and any("sigma=16" in n for n in cfg16.notes)
+
+
+def test_fallback_ordering_is_noted(tmp_path, rng):
+    g = make_power_law(rng, 300)
+    cfg, _ = _tuned(tmp_path, g, orderings=["no-such-order"])
+    assert cfg.preparation["ordering"] == "rcm"
+    assert any("no-such-order" in n and "used rcm" in n for n in cfg.notes)
+
+
+# ---------------------------------------------------------------------- refusals
+@pytest.fixture
+def tuned_dir(tmp_path, rng):
+    g = make_directed(rng, 300)
+    _tuned(tmp_path, g, orderings=["rcm"])
+    return tmp_path, g
+
+
+def test_tampered_artifact_is_refused(tuned_dir):
+    d, _ = tuned_dir
+    art = d / "g.blest.npz"
+    data = bytearray(art.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    art.write_bytes(bytes(data))
+    with pytest.raises(ConfigError, match="re-run blest-tune /data/g.mtx"):
+        _load(d / "g.blest.json")
+
+
+def test_graph_hash_mismatch_is_refused(tuned_dir):
+    d, _ = tuned_dir
+    p = d / "g.blest.json"
+    data = json.loads(p.read_text())
+    data["graph"]["hash"] = "0" * 64
+    p.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="another graph.*re-run blest-tune"):
+        _load(p)
+
+
+def test_artifact_of_another_graph_is_refused(tuned_dir, rng):
+    d, _ = tuned_dir
+    other = d / "other"
+    other.mkdir()
+    _tuned(other, make_grid(rng, 200))
+    cfg_path = d / "g.blest.json"
+    data = json.loads(cfg_path.read_text())
+    other_art = json.loads((other / "g.blest.json").read_text())["artifact"]
+    data["artifact"] = {"path": "other/g.blest.npz", "sha256": other_art["sha256"]}
+    cfg_path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="another graph"):
+        _load(cfg_path)
+
+
+@pytest.mark.parametrize("version", [0, 2, "1", None])
+def test_unknown_version_is_refused(tuned_dir, version):
+    d, _ = tuned_dir
+    p = d / "g.blest.json"
+    data = json.loads(p.read_text())
+    data["version"] = version
+    p.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="version.*re-run blest-tune"):
+        _load(p)
+
+
+def test_missing_or_broken_files_are_refused(tuned_dir):
+    d, _ = tuned_dir
+    (d / "bad.json").write_text("{not json")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        _load(d / "bad.json")
+    (d / "other.json").write_text('{"format": "something else"}')
+    with pytest.raises(ConfigError, match="not a blest tuned config"):
+        _load(d / "other.json")
+    with pytest.raises(ConfigError, match="no such tuned config"):
+        _load(d / "absent.blest.json")
+    p = d / "g.blest.json"
+    data = json.loads(p.read_text())
+    del data["launch_geometry"]
+    (d / "partial.json").write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="malformed"):
+        _load(d / "partial.json")
+    (d / "g.blest.npz").unlink()
+    with pytest.raises(ConfigError, match="missing.*re-run blest-tune"):
+        _load(p)
+
+
+# ---------------------------------------------------------------------- emulated engine
+SPECS_8 = [
+    VariantSpec(sigma=8, update="eager", switching=False),
+    VariantSpec(sigma=8, update="lazy", switching=True),
+    VariantSpec(sigma=8, update="lazy", dirty_sets=True, queue="sweep", switching=True),
+]
+
+
+@pytest.mark.parametrize("ordering", ["natural", "rcm"])
+def test_emulated_engine_matches_scipy(tmp_path, rng, ordering):
+    g = make_directed(rng, 257)  # asymmetric; n % 8 != 0
+    cfg, _ = _tuned(tmp_path, g, orderings=[ordering])
+    path = tmp_path / "g.blest.json"
+    sources = [int(s) for s in rng.choice(g.n, 6, replace=False)]
+    for spec in SPECS_8:
+        cfg.spec = spec
+        cfg.eta = 2.0
+        cfg.write(path)  # the artifact does not depend on the variant at one sigma
+        with pytest.warns(RuntimeWarning, match="emulator"):
+            eng = blest.load_tuned(path)
+        assert isinstance(eng, EmulatedEngine) and eng.spec == spec
+        for s in sources:
+            assert np.array_equal(eng.bfs(s), bfs_levels(g, s)), (spec.name, s)
+        out = np.empty(g.n, dtype=np.int32)
+        assert eng.bfs(sources[0], out=out) is out
+        assert np.array_equal(out, bfs_levels(g, sources[0]))
+        assert eng.stats.source == sources[0]
+        assert "blest_bfs" in eng.source or "__global__" in eng.source
+
+
+def test_emulated_engine_argument_errors(tuned_dir):
+    d, g = tuned_dir
+    eng = _load(d / "g.blest.json")
+    with pytest.raises(IndexError):
+        eng.bfs(g.n)
+    with pytest.raises(TypeError):
+        eng.bfs(1.5)
+    with pytest.raises(GPUUnavailableError):
+        eng.bfs(0, out="device")
+    with pytest.raises(ValueError):
+        eng.bfs(0, out=np.empty(3, dtype=np.int32))
+    with pytest.raises(RuntimeError, match="no bfs call"):
+        eng.stats  # noqa: B018
+    with eng:
+        pass
+    with pytest.raises(RuntimeError, match="closed"):
+        eng.bfs(0)
+
+
+def test_gpu_path_builds_engine_from_artifact(tuned_dir, monkeypatch):
+    """load_tuned on a GPU: the Engine gets the artifact's BVSS, permutation and geometry;
+    a config made without a GPU (or on another GPU) warns but runs."""
+    d, g = tuned_dir
+    made = {}
+
+    class FakeEngine:
+        def __init__(self, graph, spec, **kw):
+            made.update(graph=graph, spec=spec, **kw)
+            self.device_name = "NVIDIA H200"
+
+    monkeypatch.setattr("blest.runtime.engine.Engine", FakeEngine)
+    with pytest.warns(RuntimeWarning, match="not tuned on a GPU"):
+        blest.load_tuned(d / "g.blest.json", emulate=False)
+    cfg = TunedConfig.read(d / "g.blest.json")
+    prep = load_prepared(cfg)
+    assert made["graph"].content_hash() == g.content_hash()
+    assert made["spec"] == cfg.spec and made["eta"] == cfg.eta
+    assert made["bvss"].sigma == cfg.spec.sigma
+    assert np.array_equal(made["bvss"].masks, prep.bvss.masks)
+    assert np.array_equal(made["permutation"].old_of_new, prep.permutation.old_of_new)
+    assert (made["block_size"], made["blocks_per_sm"], made["small_queue"]) == (256, None, None)
+    cfg.tuned, cfg.gpu = True, {"name": "NVIDIA H100", "compute_capability": "9.0"}
+    cfg.write(d / "g.blest.json")
+    with pytest.warns(RuntimeWarning, match="tuned on NVIDIA H100, this is NVIDIA H200"):
+        blest.load_tuned(d / "g.blest.json", emulate=False)
+    cfg.gpu["name"] = "NVIDIA H200"
+    cfg.write(d / "g.blest.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        blest.load_tuned(d / "g.blest.json", emulate=False)
+
+
+# ---------------------------------------------------------------------- preparation
+def test_orderings_by_name(rng):
+    g = make_grid(rng, 200)
+    assert compute_ordering(g, "natural").is_identity
+    perm = compute_ordering(g, "rcm")
+    assert np.array_equal(np.sort(perm.old_of_new), np.arange(g.n))
+    with pytest.raises(OrderingUnavailable):
+        compute_ordering(g, "bogus")
+    jac = prepare(g, "jaccard")  # on a CPU: JaccardWithWindows (Numba) or RCM with a note
+    assert jac.ordering in ("jaccard", "rcm") and (jac.ordering == "jaccard") != bool(jac.notes)
+    prep = prepare(g, "rcm")
+    assert prep.internal.nnz == g.nnz and set(prep.seconds) == {"ordering", "permute"}
+    assert prep.bvss(8).sigma == 8 and "bvss_sigma8" in prep.seconds
+    prep, notes = prepare_with_fallback(g, "bogus")
+    assert prep.ordering == "rcm" and "bogus" in notes[0]
+
+
+def test_split_sources(rng):
+    g = make_grid(rng, 500)
+    tuning, held, note = split_sources(g)
+    assert len(tuning) == 8 and len(held) == 64 and note is None
+    assert not set(tuning.tolist()) & set(held.tolist())
+    assert np.all(g.out_degree[tuning] > 0) and np.all(g.out_degree[held] > 0)
+    again = split_sources(g)
+    assert np.array_equal(again[0], tuning) and np.array_equal(again[1], held)
+    tiny = Graph.from_arcs(np.array([0, 1]), np.array([1, 2]), 3, directed=True)
+    tuning, held, note = split_sources(tiny)
+    assert set(tuning.tolist()) <= {0, 1} and note is not None
+
+
+# ---------------------------------------------------------------------- search space
+def test_space():
+    specs = persistent_specs((8, 16))
+    assert all(s.launch == "persistent" and s.sigma in (8, 16) for s in specs)
+    assert specs[0].sigma == 8 and len(specs) == 20
+    coarse = coarse_candidates(["natural", "rcm"], (8,))
+    assert len(coarse) == len(GEOMETRIES) * 10 * 2 and len(set(coarse)) == len(coarse)
+    assert all(c.eta == (10.0 if c.spec.switching else None) for c in coarse)
+    sw = next(c for c in coarse if c.spec.switching)
+    assert sorted(c.eta for c in eta_variants(sw)) == sorted(e for e in ETA_GRID if e != 10.0)
+    eager = next(c for c in coarse if c.spec.update == "eager")
+    assert eta_variants(eager) == [] and small_queue_variants(eager) == []
+    assert {c.small_queue for c in small_queue_variants(sw)} == {0, 128}
+    pl = per_level_variant(sw)
+    assert pl.spec.launch == "per_level" and per_level_variant(pl) is None
+    assert paper_candidate("rcm", 30_000.0, True).spec.update == "lazy"
+    assert paper_candidate("rcm", 100.0, True).spec == VariantSpec(update="eager", switching=False)
+    assert Candidate.from_dict(sw.to_dict()) == sw
+    assert "eta=off" in replace(sw, eta=0.0).label
+
+
+# ---------------------------------------------------------------------- search with fakes
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _cost(c: Candidate, eta: float, sq: int) -> float:
+    """A synthetic traversal time with a unique optimum: rcm, sigma 16, lazy switching,
+    eta 20, 1024 threads, small_queue 128, persistent."""
+    t = 1.0
+    t += 0.0 if c.ordering == "rcm" else 0.3
+    t += {16: 0.0, 8: 0.1, 4: 0.4, 32: 0.5}[c.spec.sigma]
+    t += 0.0 if (c.spec.update == "lazy" and c.spec.switching) else 0.2
+    t += 0.0 if c.spec.switching and eta == 20.0 else 0.05
+    t += 0.0 if c.block_size == 1024 else 0.02
+    t += 0.0 if sq == 128 else 0.01
+    t += 0.0 if c.spec.launch == "persistent" else 0.5
+    t += 0.001 * c.spec.dirty_sets + 0.002 * (c.spec.queue == "sweep")
+    return t
+
+
+class FakeEngine:
+    def __init__(self, c: Candidate, clock: FakeClock, fail: bool = False) -> None:
+        self.c, self.clock, self.fail = c, clock, fail
+        self.eta, self.small_queue = c.engine_eta, 16 if c.small_queue is None else c.small_queue
+        self.closed = False
+        self.calls = 0
+        clock.t += 0.05  # building an engine costs time
+
+    def bfs(self, src, out=None):
+        if self.fail:
+            raise RuntimeError("a grid barrier timed out")
+        self.calls += 1
+        self.clock.t += 0.001
+        self.stats = types.SimpleNamespace(traversal_ms=_cost(self.c, self.eta, self.small_queue))
+
+    def close(self):
+        self.closed = True
+
+
+def _search(budget: float, per_level: bool = True, fail=lambda c: False):
+    clock = FakeClock()
+    engines = []
+
+    def make(c):
+        if c.block_size == 1024 and c.spec.sigma == 32:
+            raise GPUUnavailableError("cannot run 1024 threads per block")
+        e = FakeEngine(c, clock, fail(c))
+        engines.append(e)
+        return e
+
+    s = Search(make, range(8), budget_s=budget, clock=clock, per_level=per_level)
+    return s, engines, clock
+
+
+def test_search_finds_the_optimum_with_enough_budget():
+    s, engines, clock = _search(budget=1e6)
+    paper = paper_candidate("natural", 100.0, False)
+    s.run(coarse_candidates(["natural", "rcm"]), baseline=paper)
+    best = s.pick().candidate
+    assert (best.ordering, best.spec.sigma, best.spec.update, best.spec.switching) == (
+        "rcm",
+        16,
+        "lazy",
+        True,
+    )
+    assert (best.eta, best.block_size, best.small_queue) == (20.0, 1024, 128)
+    assert best.spec.launch == "persistent"
+    stages = [t.stage for t in s.results]
+    assert stages[0] == "paper" and {"coarse", "eta", "small_queue", "per_level"} <= set(stages)
+    assert all(e.closed for e in engines)
+    assert all(len(t.times_ms) == 8 for t in s.results if t.ok)
+    assert all(e.calls % 9 == 0 for e in engines)  # one warm-up + 8 sources per candidate
+    failed = [t for t in s.results if not t.ok]
+    assert failed and all("1024 threads" in t.error for t in failed)
+
+
+def test_search_respects_the_budget():
+    s, _, clock = _search(budget=2.0)
+    s.run(coarse_candidates(["natural", "rcm"]), baseline=paper_candidate("rcm", 1.0, False))
+    # one candidate (engine + 9 runs) costs ~0.06 s: stops near the budget, coarse near 70%
+    assert clock.t < 2.0 + 0.2
+    coarse = [t for t in s.results if t.stage == "coarse"]
+    assert 0 < len(coarse) < len(coarse_candidates(["natural", "rcm"]))
+    assert s.results[0].stage == "paper"
+    tiny, _, _ = _search(budget=1e-9)
+    tiny.run(coarse_candidates(["rcm"]), baseline=paper_candidate("rcm", 1.0, False))
+    assert [t.stage for t in tiny.results] == ["paper"]  # the baseline is always timed
+
+
+def test_search_without_per_level_and_with_failing_runs():
+    s, _, _ = _search(budget=1e6, per_level=False, fail=lambda c: c.spec.sigma == 16)
+    s.run(coarse_candidates(["rcm"], (8, 16)))
+    assert "per_level" not in {t.stage for t in s.results}
+    assert all(not t.ok for t in s.results if t.candidate.spec.sigma == 16)
+    assert s.pick().candidate.spec.sigma == 8
+    assert s.pick(lambda c: c.spec.sigma == 4) is None
+
+
+def test_held_out_summary_and_noise():
+    rows = [
+        {"label": "pick", "mean_ms": 1.00},
+        {"label": "paper", "mean_ms": 1.02},
+        {"label": "other", "mean_ms": 0.90},
+        {"label": "broken", "mean_ms": None, "error": "x"},
+    ]
+    r = summarize_held_out(rows, "pick", "paper", 64)
+    assert r["oracle"] == "other" and not r["pick_is_oracle"]
+    assert r["pick_vs_paper"].endswith("(noise)")
+    assert r["pick_vs_oracle"] == "1.111x" and not r["pick_within_noise_of_oracle"]
+    assert relative(1.0, 1.0 + NOISE * 2) == f"{1 / 1.06:.3f}x"
+    assert relative(float("inf"), 1.0) == "n/a"
+
+
+# ---------------------------------------------------------------------- GPU orchestration, faked
+class EmulatingEngine:
+    """Stands in for blest.Engine: the NumPy emulator, with a synthetic traversal time."""
+
+    def __init__(self, graph, spec, *, eta, permutation, block_size, blocks_per_sm, bvss,
+                 small_queue, internal=None):  # fmt: skip
+        from blest.runtime import engine as engine_mod
+
+        self.perm = permutation
+        # the tuner hands over its reordered graph instead of permuting again
+        if internal is None and permutation is not None:
+            internal = engine_mod.permute_graph(graph, permutation)
+        self.internal = graph if internal is None else internal
+        assert bvss.n == graph.n and bvss.sigma == spec.sigma
+        self.spec, self.eta, self.bvss, self.block_size = spec, eta, bvss, block_size
+        self.small_queue = 2 * (block_size // 32) if small_queue is None else small_queue
+        self.device_name = "Fake GPU"
+
+    def bfs(self, src, out=None):
+        from blest.reference import emulate_spec
+
+        new_of_old = None if self.perm is None else self.perm.new_of_old
+        s = int(src) if new_of_old is None else int(new_of_old[src])
+        levels = emulate_spec(self.bvss, self.internal, s, self.spec, eta=self.eta, record=False)
+        lv = levels.levels if new_of_old is None else levels.levels[new_of_old]
+        ms = 1.0 + 0.1 * (self.spec.sigma != 16) + 0.05 * (self.block_size != 1024)
+        self.stats = types.SimpleNamespace(traversal_ms=ms + 0.01 * self.spec.dirty_sets)
+        return lv
+
+    def close(self):
+        pass
+
+
+def test_gpu_tuning_flow_with_emulating_engines(tmp_path, rng, monkeypatch):
+    """The whole GPU path (preparation, paper's choice, search, SciPy check, held-out report,
+    config) with the CUDA parts replaced by the emulator; then load_tuned on that config."""
+    fake_cupy = types.ModuleType("cupy")
+    fake_cupy.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+    fake_cupy.cuda = types.SimpleNamespace(
+        Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None)
+    )
+    monkeypatch.setitem(__import__("sys").modules, "cupy", fake_cupy)
+    monkeypatch.setattr("blest.codegen.toolchain.require_gpu", lambda d=None: (0, "sm_90", "FG"))
+    monkeypatch.setattr("blest.runtime.engine.Engine", EmulatingEngine)
+    g = make_directed(rng, 200)
+    out = tune(g, source="/d/g.mtx", use_gpu=True, sigmas=(8, 16), orderings=["natural", "rcm"])
+    cfg = write_tuned(out, tmp_path / "g.blest.json", tmp_path / "g.blest.npz")
+    assert cfg.tuned and cfg.gpu == {"name": "FG", "compute_capability": "9.0", "arch": "sm_90"}
+    assert cfg.spec.sigma == 16 and cfg.block_size == 1024 and not cfg.spec.dirty_sets
+    rows = cfg.timing["candidates"]
+    assert rows[0]["stage"] == "paper" and {r["stage"] for r in rows} >= {"coarse", "eta"}
+    assert {r["ordering"] for r in rows} == {"natural", "rcm"}
+    rep = cfg.report
+    assert rep["pick"] == next(r["label"] for r in rows if r["median_ms"] == min(
+        x["median_ms"] for x in rows if x["median_ms"] is not None))  # fmt: skip
+    assert rep["pick_vs_paper"].endswith("x") and rep["oracle_ms"] <= rep["pick_ms"]
+    assert not set(cfg.timing["tuning_sources"]) & set(rep["held_out_sources"])
+    again = TunedConfig.read(tmp_path / "g.blest.json")
+    assert again.report["pick"] == rep["pick"]
+    eng = _load(tmp_path / "g.blest.json", emulate=True)
+    for s in (0, 17, 199):
+        assert np.array_equal(eng.bfs(s), bfs_levels(g, s))

@@ -1,0 +1,77 @@
+"""blest-tune on a GPU, then load_tuned(config).bfs(src) against SciPy on graphs of several
+classes (a few thousand vertices each, small budgets)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from gpu_util import path_like, requires_gpu
+from random_graphs import (
+    make_directed,
+    make_disconnected,
+    make_grid,
+    make_hubs,
+    make_power_law,
+    make_uniform,
+)
+
+import blest
+from blest.cli import main, tune_main
+from blest.datasets import write_mtx
+from blest.reference import bfs_levels
+from blest.tuning.loader import EmulatedEngine
+
+pytestmark = [pytest.mark.gpu, requires_gpu]
+
+MAKERS = {
+    "power_law": lambda rng: make_power_law(rng, 3000),
+    "uniform": lambda rng: make_uniform(rng, 3001),
+    "grid": lambda rng: make_grid(rng, 3000),
+    "road_deep": lambda rng: path_like(rng, 2000),
+    "directed": lambda rng: make_directed(rng, 2500),
+    "disconnected": lambda rng: make_disconnected(rng, 2000),
+    "hubs": lambda rng: make_hubs(rng, 3000),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MAKERS))
+def test_tune_then_load_matches_scipy(kind, tmp_path, rng, capsys):
+    g = MAKERS[kind](rng)
+    write_mtx(g, tmp_path / f"{kind}.mtx")
+    cfg = tmp_path / f"{kind}.blest.json"
+    sigmas = ["4", "8", "16", "32"] if kind == "power_law" else ["8", "16"]
+    argv = [str(tmp_path / f"{kind}.mtx"), "-o", str(cfg), "--budget", "4", "--sigma", *sigmas]
+    assert tune_main(argv) == 0, capsys.readouterr().err
+    print(capsys.readouterr().out)  # the summary, for the log
+    data = json.loads(cfg.read_text())
+    assert data["tuned"] is True and data["gpu"]["name"]
+    assert data["timing"]["candidates"] and len(data["timing"]["tuning_sources"]) == 8
+    report = data["report"]
+    assert report["pick_ms"] is not None and report["paper_ms"] is not None
+    tuning = set(data["timing"]["tuning_sources"])
+    eng = blest.load_tuned(cfg)
+    assert not isinstance(eng, EmulatedEngine)
+    assert eng.spec.to_dict() == data["variant"]
+    active = np.flatnonzero(g.out_degree > 0)
+    sources = [int(s) for s in rng.choice(active, 4, replace=False)] + [int(rng.integers(g.n))]
+    for s in sources:
+        assert np.array_equal(eng.bfs(s), bfs_levels(g, s)), (kind, s, eng.spec.name)
+    if len(active) > 72:
+        assert not tuning & set(report["held_out_sources"])
+    eng.close()
+
+
+def test_cli_bfs_with_tuned_config(tmp_path, rng, capsys):
+    g = make_directed(rng, 1500)
+    write_mtx(g, tmp_path / "g.mtx")
+    cfg = tmp_path / "g.blest.json"
+    assert tune_main([str(tmp_path / "g.mtx"), "-o", str(cfg), "--budget", "2", "-q"]) == 0
+    out = tmp_path / "levels.npy"
+    assert main(["bfs", str(cfg), "5", "--out", str(out)]) == 0
+    assert "GPU" in capsys.readouterr().out
+    assert np.array_equal(np.load(out), bfs_levels(g, 5))
+    with pytest.warns(RuntimeWarning, match="emulator"):
+        emu = blest.load_tuned(cfg, emulate=True)
+    assert np.array_equal(emu.bfs(5), bfs_levels(g, 5))
