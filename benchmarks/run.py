@@ -109,7 +109,9 @@ def run_graph(
     bvss_cache: dict[int, object] = {}
     rows = []
 
-    def engine(spec: VariantSpec, eta_value: float, geometry=(256, None, None)) -> Engine:
+    def engine(
+        spec: VariantSpec, eta_value: float, geometry=(256, None, None), record_levels=False
+    ) -> Engine:
         import cupy as cp
 
         if spec.sigma not in bvss_cache:
@@ -123,10 +125,12 @@ def run_graph(
             spec,
             eta=eta_value,
             permutation=perm,
+            internal=internal if perm is not None else None,
             bvss=bvss_cache[spec.sigma],
             block_size=block,
             blocks_per_sm=per_sm,
             small_queue=small,
+            record_levels=record_levels,
         )
 
     base = {
@@ -163,17 +167,8 @@ def run_graph(
     # Per-level timeline of the best variant (Fig. 5 style): ms per level, and its direction.
     best = min((r for r in rows if r["kind"] == "variant"), key=lambda r: r["traversal_ms"])
     best_spec = VariantSpec.from_dict(best["spec"])
-    with Engine(
-        graph,
-        best_spec,
-        eta=eta,
-        permutation=perm,
-        bvss=bvss_cache[best_spec.sigma],
-        block_size=int(best["block_size"]),
-        small_queue=int(best["small_queue"]),
-        blocks_per_sm=int(best["blocks_per_sm"]),
-        record_levels=True,
-    ) as eng:
+    geometry = (int(best["block_size"]), int(best["blocks_per_sm"]), int(best["small_queue"]))
+    with engine(best_spec, eta, geometry, record_levels=True) as eng:
         eng.bfs(int(srcs[0]))
         times, bottom_up = eng.level_times_ms()
     rows.append(
