@@ -22,17 +22,10 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from graphs import ANCHORS, anchor_graph  # noqa: E402
+from run import CPP_MS  # noqa: E402
 
 from blest.cli import tune_main  # noqa: E402
 from blest.graph.io import save_graph  # noqa: E402
-
-CPP_MS = {
-    "kron-21": 0.284,
-    "urand-20": 0.170,
-    "delaunay-20": 2.54,
-    "luxembourg_osm": 4.99,
-    "musae_facebook": 0.093,
-}
 
 
 def tune_one(name: str, out: Path, budget: float) -> dict:
