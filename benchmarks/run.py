@@ -110,7 +110,7 @@ def run_graph(
     rows = []
 
     def engine(
-        spec: VariantSpec, eta_value: float, geometry=(256, None, None), record_levels=False
+        spec: VariantSpec, eta_value: float, geometry=(256, None, None, None), record_levels=False
     ) -> Engine:
         import cupy as cp
 
@@ -119,7 +119,7 @@ def run_graph(
             bvss_cache[spec.sigma] = build_bvss(internal, spec.sigma, xp=cp)
             cp.cuda.Device().synchronize()
             print(f"  BVSS sigma={spec.sigma} on GPU: {time.perf_counter() - t:.2f} s", flush=True)
-        block, per_sm, small = geometry
+        block, per_sm, small, grid_blocks = (tuple(geometry) + (None,) * 4)[:4]
         return Engine(
             graph,
             spec,
@@ -130,6 +130,7 @@ def run_graph(
             block_size=block,
             blocks_per_sm=per_sm,
             small_queue=small,
+            grid_blocks=grid_blocks,
             record_levels=record_levels,
         )
 
@@ -155,7 +156,8 @@ def run_graph(
                     f" sq{eng.small_queue}" if spec.launch == "persistent" else ""
                 )
                 row["block_size"] = eng.block_size
-                row["blocks_per_sm"] = eng.grid_size // eng.sms
+                row["blocks_per_sm"] = max(1, eng.grid_size // eng.sms)
+                row["grid_blocks"] = eng.grid_size
                 row["small_queue"] = eng.small_queue
             rows.append({**base, **row, "kind": "variant", "spec": spec.to_dict()})
             print(
@@ -167,7 +169,12 @@ def run_graph(
     # Per-level timeline of the best variant (Fig. 5 style): ms per level, and its direction.
     best = min((r for r in rows if r["kind"] == "variant"), key=lambda r: r["traversal_ms"])
     best_spec = VariantSpec.from_dict(best["spec"])
-    geometry = (int(best["block_size"]), int(best["blocks_per_sm"]), int(best["small_queue"]))
+    geometry = (
+        int(best["block_size"]),
+        int(best["blocks_per_sm"]),
+        int(best["small_queue"]),
+        int(best["grid_blocks"]),
+    )
     with engine(best_spec, eta, geometry, record_levels=True) as eng:
         eng.bfs(int(srcs[0]))
         times, bottom_up = eng.level_times_ms()
@@ -211,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         "--geometry",
         nargs="*",
         default=["256:-:-"],
-        help="launch geometries BLOCK:BLOCKS_PER_SM:SMALL_QUEUE ('-' = default), e.g. 1024:1:64",
+        help="launch geometries BLOCK:BLOCKS_PER_SM:SMALL_QUEUE[:GRID_BLOCKS] ('-' = default), "
+        "e.g. 1024:1:64 or 1024:1:0:66",
     )
     args = ap.parse_args(argv)
     names = args.graphs or (list(QUICK.values()) if args.small else list(ANCHORS))

@@ -76,7 +76,7 @@ def test_render_is_deterministic_and_specific(spec):
     assert ("v_next" in text) == (spec.update == "lazy")
     assert ("bottom_up(" in text) == spec.switching
     assert ("dirty" in text.split("struct State")[1].split("};")[0]) == spec.dirty_sets
-    assert ("int* queue" in text) == (spec.queue == "vss")
+    assert ("int2* queue" in text) == (spec.queue == "vss")
     assert ("grid_barrier(" in text) == (spec.launch == "persistent")
     assert f"#define SIGMA {spec.sigma}\n" in text
     # Kernel signatures list the parameters in the order the engine passes them.

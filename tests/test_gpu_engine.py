@@ -104,6 +104,8 @@ def test_level_states_match_emulator(zoo, spec):
                 assert got["qsize"] == state.queue.size, ctx
                 if got["queue"] is not None:
                     np.testing.assert_array_equal(got["queue"], state.queue, err_msg=ctx)
+                    want_sets = bvss.virtual_to_real[state.queue]
+                    np.testing.assert_array_equal(got["queue_sets"], want_sets, err_msg=ctx)
 
 
 @pytest.mark.parametrize("spec", FAMILIES[:6] + FAMILIES[-4:], ids=lambda s: s.name)

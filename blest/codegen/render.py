@@ -16,7 +16,15 @@ import jinja2
 
 from blest.codegen.spec import VariantSpec
 
-__all__ = ["render", "KernelParam", "graph_params", "state_params", "kernel_names", "KERNEL_PREFIX"]
+__all__ = [
+    "render",
+    "render_snippet",
+    "KernelParam",
+    "graph_params",
+    "state_params",
+    "kernel_names",
+    "KERNEL_PREFIX",
+]
 
 KERNEL_PREFIX = "blest"
 
@@ -67,7 +75,7 @@ def state_params(spec: VariantSpec) -> list[KernelParam]:
             KernelParam("int", "dirty_words", "ceil(n_words / 32)"),
         ]
     if spec.queue == "vss":
-        params.append(KernelParam("int*", "queue", "QUEUE_BUFFERS * n_vss VSS ids"))
+        params.append(KernelParam("int2*", "queue", "QUEUE_BUFFERS * n_vss {VSS id, slice set}"))
     params += [
         KernelParam("u32*", "ctl", "CTL_WORDS counters"),
         KernelParam("u32*", "bottom_up_levels", "n_words; bit L set when level L ran bottom-up"),
@@ -145,3 +153,12 @@ def render(spec: VariantSpec) -> str:
     text = _environment().get_template("bfs.cu.j2").render(**_context(spec))
     text = re.sub(r"\n{3,}", "\n\n", text)  # stable spacing whatever the include pattern
     return text.strip() + "\n"
+
+
+def render_snippet(text: str, spec: VariantSpec) -> str:
+    """Render template text that includes blest's templates, in ``spec``'s context.
+
+    For probes and micro-benchmarks that reuse one concern (say ``grid_barrier.cu.j2``) outside
+    a whole kernel.
+    """
+    return _environment().from_string(text).render(**_context(spec)).strip() + "\n"

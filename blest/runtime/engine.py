@@ -74,6 +74,10 @@ class Engine:
         Threads per block (a multiple of 32, at most 1024).
     blocks_per_sm : int, optional
         Blocks per multiprocessor; default and upper bound: what the occupancy API allows.
+    grid_blocks : int, optional
+        Persistent variants: the whole grid's blocks, fewer than one per multiprocessor
+        allowed (fewer blocks meet sooner at a grid barrier); at most what ``blocks_per_sm``
+        gives. Default: ``blocks_per_sm`` times the multiprocessors.
     small_queue : int, optional
         Persistent variants: levels whose queue holds at most this many VSSs run in one block,
         without grid barriers (0: never). Default: twice the warps of a block.
@@ -97,6 +101,7 @@ class Engine:
         device: int | None = None,
         block_size: int = 256,
         blocks_per_sm: int | None = None,
+        grid_blocks: int | None = None,
         bvss: BVSS | None = None,
         small_queue: int | None = None,
         record_levels: bool = False,
@@ -130,7 +135,7 @@ class Engine:
                 raise ValueError("the given bvss does not match this graph and spec.sigma")
             self.bvss = bvss
             self._upload(internal)
-            self._module_load(block_size, blocks_per_sm, small_queue)
+            self._module_load(block_size, blocks_per_sm, small_queue, grid_blocks)
         self.last_stats: BFSStats | None = None
 
     # ------------------------------------------------------------------ set-up
@@ -190,7 +195,8 @@ class Engine:
             state["dirty"] = cp.zeros(2 * dirty_words, dtype=cp.uint32)
             state["dirty_words"] = np.int32(dirty_words)
         if spec.queue == "vss":
-            state["queue"] = cp.zeros(queue_buffers(spec) * max(b.n_vss, 1), dtype=cp.int32)
+            # Entries are {VSS id, slice set} pairs.
+            state["queue"] = cp.zeros(2 * queue_buffers(spec) * max(b.n_vss, 1), dtype=cp.int32)
         state["ctl"] = cp.zeros(CTL_WORDS, dtype=cp.uint32)
         state["bottom_up_levels"] = cp.zeros(self._n_words, dtype=cp.uint32)
         state["levels"] = cp.empty(n, dtype=cp.int32)
@@ -208,7 +214,11 @@ class Engine:
         self._events = (cp.cuda.Event(), cp.cuda.Event())
 
     def _module_load(
-        self, block_size: int, blocks_per_sm: int | None, small_queue: int | None
+        self,
+        block_size: int,
+        blocks_per_sm: int | None,
+        small_queue: int | None,
+        grid_blocks: int | None = None,
     ) -> None:
         from blest.codegen import compile as nvrtc_compile
 
@@ -229,6 +239,10 @@ class Engine:
         self.block_size = block_size
         self.sms = int(sms)
         self.grid_size = per_sm * sms
+        if grid_blocks is not None:
+            if int(grid_blocks) < 1:
+                raise ValueError(f"grid_blocks must be >= 1, got {grid_blocks}")
+            self.grid_size = min(self.grid_size, int(grid_blocks))
         if small_queue is None:
             small_queue = 2 * (block_size // 32)
         if small_queue < 0:
@@ -384,8 +398,8 @@ class Engine:
         """Bitmaps and queue after the last call (internal ids), for level-by-level checks.
 
         After ``bfs(src, depth_limit=L)`` these are ``F_L``, ``visited`` (levels <= L) and
-        ``Q_L`` as a sorted array of VSS ids (the sweep policy keeps no queue: None).
-        """
+        ``Q_L`` as a sorted array of VSS ids with, in ``queue_sets``, the slice set each entry
+        carries (the sweep policy keeps no queue: None)."""
         stats = self.stats
         level = stats.levels_run
         nq = queue_buffers(self.spec)
@@ -394,16 +408,20 @@ class Engine:
         if self.spec.update == "eager":
             w = self._n_words
             frontier = frontier[(level % 3) * w : (level % 3 + 1) * w]
-        queue = None
+        queue = queue_sets = None
         if self.spec.queue == "vss":
             size = int(ctl[CTL["qsize"] + level % nq])
             nv = max(self.bvss.n_vss, 1)
-            buf = self._state["queue"][(level % nq) * nv : (level % nq) * nv + size]
-            queue = np.sort(buf.get().astype(np.int64))
+            start = 2 * (level % nq) * nv
+            entries = self._state["queue"][start : start + 2 * size].get().reshape(-1, 2)
+            order = np.argsort(entries[:, 0], kind="stable")
+            queue = entries[order, 0].astype(np.int64)
+            queue_sets = entries[order, 1].astype(np.int64)
         return {
             "visited": self._state["visited"].get(),
             "frontier": frontier.get(),
             "queue": queue,
+            "queue_sets": queue_sets,
             "qsize": int(ctl[CTL["qsize"] + level % nq]),
         }
 
