@@ -28,16 +28,17 @@ from blest.cli import tune_main  # noqa: E402
 from blest.graph.io import save_graph  # noqa: E402
 
 
-def tune_one(name: str, out: Path, budget: float) -> dict:
-    graph_file = out / f"{name}.npz"
+def tune_one(name: str, out: Path, budget: float, work: Path) -> dict:
+    graph_file = work / f"{name}.npz"
     if not graph_file.exists():
         save_graph(anchor_graph(name), graph_file)
-    config = out / f"{name}.blest.json"
+    config = work / f"{name}.blest.json"
     t0 = time.perf_counter()
     status = tune_main([str(graph_file), "-o", str(config), "--budget", str(budget), "--quiet"])
     wall = time.perf_counter() - t0
     if status:
         raise SystemExit(f"blest-tune failed on {name} (exit {status})")
+    (out / config.name).write_text(config.read_text())  # the config travels; the artifact stays
     cfg = json.loads(config.read_text())
     report = cfg.get("report") or {}
     prep = cfg.get("preparation", {})
@@ -66,12 +67,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("graphs", nargs="*", default=list(ANCHORS))
     ap.add_argument("--budget", type=float, default=60.0)
-    ap.add_argument("--out", default="/tmp/blest-tuned")
+    ap.add_argument("--out", default="/tmp/blest-tuned", help="the table and the configs")
+    ap.add_argument("--work", default="/tmp/blest-tune-work", help="graphs and artifacts")
     args = ap.parse_args(argv)
-    out = Path(args.out)
+    out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
-    rows = [tune_one(name, out, args.budget) for name in args.graphs]
-    (out / "tune_anchors.json").write_text(json.dumps(rows, indent=1))
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name in args.graphs:
+        rows.append(tune_one(name, out, args.budget, work))
+        (out / "tune_anchors.json").write_text(json.dumps(rows, indent=1))
+        print(json.dumps({k: v for k, v in rows[-1].items() if k != "notes"}), flush=True)
     print(
         "graph            ordering  pick                          eta    pick ms  paper ms "
         "oracle ms  C++ ms  =oracle  wall s"

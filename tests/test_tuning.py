@@ -317,10 +317,12 @@ def test_space():
     sw = next(c for c in coarse if c.spec.switching)
     assert sorted(c.eta for c in eta_variants(sw)) == sorted(e for e in ETA_GRID if e != 10.0)
     eager = next(c for c in coarse if c.spec.update == "eager")
-    assert eta_variants(eager) == [] and small_queue_variants(eager) == []
+    assert eta_variants(eager) == []
+    assert {c.small_queue for c in small_queue_variants(eager)} == {0, 128}
     assert {c.small_queue for c in small_queue_variants(sw)} == {0, 128}
     pl = per_level_variant(sw)
     assert pl.spec.launch == "per_level" and per_level_variant(pl) is None
+    assert small_queue_variants(pl) == []
     assert paper_candidate("rcm", 30_000.0, True).spec.update == "lazy"
     assert paper_candidate("rcm", 100.0, True).spec == VariantSpec(update="eager", switching=False)
     assert Candidate.from_dict(sw.to_dict()) == sw

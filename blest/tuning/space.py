@@ -2,7 +2,7 @@
 
 Pruning plan (DESIGN.md, "Tuned config"; issue 4): a coarse pass over every persistent variant
 of the allowed sigmas at eta = 10 and both geometries, for every ordering; then, on the best few,
-the eta grid (switching variants), the small-queue threshold (lazy persistent variants) and,
+the eta grid (switching variants), the small-queue threshold (persistent variants) and,
 budget permitting, the per-level launch.
 """
 
@@ -125,8 +125,8 @@ def eta_variants(c: Candidate) -> list[Candidate]:
 
 
 def small_queue_variants(c: Candidate) -> list[Candidate]:
-    """Other small-queue thresholds for a lazy persistent candidate (none otherwise)."""
-    if c.spec.update != "lazy" or c.spec.launch != "persistent":
+    """Other small-queue thresholds for a persistent candidate (none otherwise)."""
+    if c.spec.launch != "persistent":
         return []
     return [replace(c, small_queue=q) for q in SMALL_QUEUES if q != c.small_queue]
 
