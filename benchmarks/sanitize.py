@@ -2,12 +2,16 @@
 racecheck):
 
     compute-sanitizer --tool memcheck python3 benchmarks/sanitize.py
+    compute-sanitizer --tool racecheck python3 benchmarks/sanitize.py --grid-blocks 2
 
-Exits 1 if any result differs from SciPy; the sanitizer's own summary says the rest.
+Exits 1 if any result differs from SciPy; the sanitizer's own summary says the rest. Racecheck
+instruments every shared-memory access and serializes a spinning persistent grid, so it wants
+a grid of a few blocks (``--grid-blocks``).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -32,7 +36,10 @@ FAMILIES = [
 ]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--grid-blocks", type=int, default=None, help="blocks of every launch")
+    args = ap.parse_args(argv)
     rng = np.random.default_rng(7)
     graphs = {"directed": make_directed(rng, 700), "grid": make_grid(rng, 600)}
     bad = 0
@@ -40,7 +47,14 @@ def main() -> int:
         for name, g in graphs.items():
             for small in (0, 64):
                 src = int(np.flatnonzero(g.out_degree > 0)[0])
-                with Engine(g, spec, eta=4.0, block_size=128, small_queue=small) as eng:
+                with Engine(
+                    g,
+                    spec,
+                    eta=4.0,
+                    block_size=128,
+                    small_queue=small,
+                    grid_blocks=args.grid_blocks,
+                ) as eng:
                     ok = np.array_equal(eng.bfs(src), bfs_levels(g, src))
                 bad += not ok
                 print(f"{spec.name:<32} {name:<9} small_queue={small:<3} {'ok' if ok else 'WRONG'}")

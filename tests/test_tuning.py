@@ -31,6 +31,7 @@ from blest.tuning.search import NOISE, Search, relative
 from blest.tuning.space import (
     ETA_GRID,
     GEOMETRIES,
+    SMALL_QUEUES,
     Candidate,
     coarse_candidates,
     eta_variants,
@@ -318,8 +319,8 @@ def test_space():
     assert sorted(c.eta for c in eta_variants(sw)) == sorted(e for e in ETA_GRID if e != 10.0)
     eager = next(c for c in coarse if c.spec.update == "eager")
     assert eta_variants(eager) == []
-    assert {c.small_queue for c in small_queue_variants(eager)} == {0, 128}
-    assert {c.small_queue for c in small_queue_variants(sw)} == {0, 128}
+    assert {c.small_queue for c in small_queue_variants(eager)} == set(SMALL_QUEUES)
+    assert {c.small_queue for c in small_queue_variants(sw)} == set(SMALL_QUEUES)
     pl = per_level_variant(sw)
     assert pl.spec.launch == "per_level" and per_level_variant(pl) is None
     assert small_queue_variants(pl) == []
@@ -461,7 +462,7 @@ class EmulatingEngine:
         self.internal = graph if internal is None else internal
         assert bvss.n == graph.n and bvss.sigma == spec.sigma
         self.spec, self.eta, self.bvss, self.block_size = spec, eta, bvss, block_size
-        self.small_queue = 2 * (block_size // 32) if small_queue is None else small_queue
+        self.small_queue = 0 if small_queue is None else small_queue
         self.device_name = "Fake GPU"
 
     def bfs(self, src, out=None):

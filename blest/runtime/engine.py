@@ -80,7 +80,8 @@ class Engine:
         gives. Default: ``blocks_per_sm`` times the multiprocessors.
     small_queue : int, optional
         Persistent variants: levels whose queue holds at most this many VSSs run in one block,
-        without grid barriers (0: never). Default: twice the warps of a block.
+        without grid barriers (0, the default: never; measured faster on every anchor graph
+        once per-level counters were per block, see benchmarks/NOTES.md).
     internal : Graph, optional
         ``graph`` already relabelled by ``permutation`` (saves re-sorting it); its in_csr feeds
         the bottom-up kernel.
@@ -244,7 +245,7 @@ class Engine:
                 raise ValueError(f"grid_blocks must be >= 1, got {grid_blocks}")
             self.grid_size = min(self.grid_size, int(grid_blocks))
         if small_queue is None:
-            small_queue = 2 * (block_size // 32)
+            small_queue = 0
         if small_queue < 0:
             raise ValueError(f"small_queue must be >= 0, got {small_queue}")
         self.small_queue = int(small_queue)

@@ -35,8 +35,8 @@ ETA_GRID = (2.0, 5.0, 10.0, 20.0, 50.0, 0.0)
 COARSE_ETA = 10.0
 #: (threads per block, blocks per SM or None for what the occupancy API allows)
 GEOMETRIES: tuple[tuple[int, int | None], ...] = ((256, None), (1024, 1))
-#: small_queue thresholds tried besides the engine's default (twice the warps of a block).
-SMALL_QUEUES = (0, 128)
+#: small_queue thresholds tried besides the engine's default (0: no one-block levels).
+SMALL_QUEUES = (32, 128)
 
 
 @dataclass(frozen=True)
