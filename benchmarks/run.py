@@ -178,12 +178,14 @@ def run_graph(
     with engine(best_spec, eta, geometry, record_levels=True) as eng:
         eng.bfs(int(srcs[0]))
         times, bottom_up = eng.level_times_ms()
+        stages = eng.stage_times_ms()
     rows.append(
         {
             **base,
             "kind": "levels",
             "variant": best["variant"],
             "level_ms": times.tolist(),
+            "stage_ms": None if stages is None else stages.tolist(),
             "bottom_up_levels": list(bottom_up),
             "source": int(srcs[0]),
         }

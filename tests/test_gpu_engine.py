@@ -206,3 +206,9 @@ def test_level_timeline(zoo, spec):
         assert len(times) == eng.stats.levels_run
         assert (times >= 0).all() and times.sum() <= eng.stats.traversal_ms * 1.05 + 0.05
         assert bottom_up == eng.stats.bottom_up_levels
+        stages = eng.stage_times_ms()
+        if spec.update == "eager":
+            assert stages is None
+        else:
+            assert stages.shape == (eng.stats.levels_run, 2) and (stages >= 0).all()
+            np.testing.assert_allclose(stages.sum(axis=1), times, rtol=1e-9, atol=1e-9)

@@ -80,7 +80,7 @@ def state_params(spec: VariantSpec) -> list[KernelParam]:
         KernelParam("u32*", "ctl", "CTL_WORDS counters"),
         KernelParam("u32*", "bottom_up_levels", "n_words; bit L set when level L ran bottom-up"),
         KernelParam("int*", "levels", "n, user ids, pre-filled with -1"),
-        KernelParam("u64*", "level_clock", "null, or n + 2 start times (ns) of each level"),
+        KernelParam("u64*", "level_clock", "null, or 2(n + 2): level, then stage-2 starts (ns)"),
     ]
     return params
 

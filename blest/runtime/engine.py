@@ -202,7 +202,7 @@ class Engine:
         state["bottom_up_levels"] = cp.zeros(self._n_words, dtype=cp.uint32)
         state["levels"] = cp.empty(n, dtype=cp.int32)
         state["level_clock"] = (
-            cp.zeros(n + 2, dtype=cp.uint64) if self._record_levels else np.uint64(0)
+            cp.zeros(2 * (n + 2), dtype=cp.uint64) if self._record_levels else np.uint64(0)
         )
         self._arrays = arrays
         self._state = state
@@ -394,6 +394,20 @@ class Engine:
         stats = self.stats
         clock = self._state["level_clock"][: stats.levels_run + 1].get().astype(np.int64)
         return np.diff(clock) / 1e6, stats.bottom_up_levels
+
+    def stage_times_ms(self) -> np.ndarray | None:
+        """Lazy variants: milliseconds of Stage 1 (expansion) and Stage 2 (finalization) of each
+        expanded level of the last call, shape (levels, 2); None for eager variants (one stage).
+        Levels run by one block alone (``small_queue``) are timed the same way."""
+        if not self._record_levels:
+            raise RuntimeError("construct the Engine with record_levels=True")
+        if self.spec.update != "lazy":
+            return None
+        levels = self.stats.levels_run
+        clock = self._state["level_clock"].get().astype(np.int64)
+        starts = clock[: levels + 1]
+        stage2 = clock[self.n + 2 : self.n + 2 + levels]
+        return np.stack([stage2 - starts[:-1], starts[1:] - stage2], axis=1) / 1e6
 
     def debug_state(self) -> dict[str, np.ndarray]:
         """Bitmaps and queue after the last call (internal ids), for level-by-level checks.
