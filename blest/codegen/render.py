@@ -79,7 +79,7 @@ def state_params(spec: VariantSpec) -> list[KernelParam]:
     params += [
         KernelParam("u32*", "ctl", "CTL_WORDS counters"),
         KernelParam("u32*", "bottom_up_levels", "n_words; bit L set when level L ran bottom-up"),
-        KernelParam("int*", "levels", "n, user ids, pre-filled with -1"),
+        KernelParam("int*", "levels", "n, internal ids (-1: not reached)"),
         KernelParam("u64*", "level_clock", "null, or 2(n + 2): level, then stage-2 starts (ns)"),
     ]
     return params
@@ -87,7 +87,7 @@ def state_params(spec: VariantSpec) -> list[KernelParam]:
 
 def kernel_names(spec: VariantSpec) -> dict[str, str]:
     """Entry points of the rendered module, by role."""
-    names = {"init": f"{KERNEL_PREFIX}_init"}
+    names = {"init": f"{KERNEL_PREFIX}_init", "unpermute": f"{KERNEL_PREFIX}_unpermute"}
     if spec.launch == "persistent":
         names["bfs"] = f"{KERNEL_PREFIX}_bfs"
     else:

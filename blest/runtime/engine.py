@@ -200,7 +200,9 @@ class Engine:
             state["queue"] = cp.zeros(2 * queue_buffers(spec) * max(b.n_vss, 1), dtype=cp.int32)
         state["ctl"] = cp.zeros(CTL_WORDS, dtype=cp.uint32)
         state["bottom_up_levels"] = cp.zeros(self._n_words, dtype=cp.uint32)
-        state["levels"] = cp.empty(n, dtype=cp.int32)
+        state["levels"] = cp.empty(n, dtype=cp.int32)  # internal ids
+        # Reordered graphs: the user's ids, filled by the unpermute kernel after each traversal.
+        self._user_levels = None if self._new_of_old is None else cp.empty(n, dtype=cp.int32)
         state["level_clock"] = (
             cp.zeros(2 * (n + 2), dtype=cp.uint64) if self._record_levels else np.uint64(0)
         )
@@ -304,7 +306,7 @@ class Engine:
 
     def _traverse(self, internal: int, user: int, limit: int) -> None:
         eta = np.float64(self.eta)
-        self._launch("init", (np.int32(internal), np.int32(user)))
+        self._launch("init", (np.int32(internal),))
         start, stop = self._events
         start.record()
         if self.spec.launch == "persistent":
@@ -312,6 +314,8 @@ class Engine:
             self._launch("bfs", extra, cooperative=True)
         else:
             self._per_level_loop(limit, eta)
+        if self._user_levels is not None:
+            self._launch("unpermute", (self._user_levels,))
         stop.record()
         self._state["ctl"].get(out=self._host_ctl)  # waits for the traversal
         if self._host_ctl[CTL["error"]]:
@@ -337,7 +341,7 @@ class Engine:
 
     def _deliver(self, out: Any) -> Any:
         cp = self._cp
-        levels = self._state["levels"]
+        levels = self._state["levels"] if self._user_levels is None else self._user_levels
         if isinstance(out, str):
             if out != "device":
                 raise ValueError(f"out must be None, 'device' or an array, got {out!r}")
