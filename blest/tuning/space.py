@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: Switching constants tried in refinement; 0 forbids bottom-up levels ("off").
-ETA_GRID = (2.0, 5.0, 10.0, 20.0, 50.0, 0.0)
+ETA_GRID = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 0.0)
 COARSE_ETA = 10.0
 #: (threads per block, blocks per SM or None for what the occupancy API allows)
 GEOMETRIES: tuple[tuple[int, int | None], ...] = ((256, None), (1024, 1))
