@@ -116,6 +116,9 @@ def test_launch_geometry_does_not_change_levels(zoo, spec):
     with _engine(graph, spec) as a, _engine(graph, spec, block_size=64, blocks_per_sm=1) as b:
         assert a.grid_size != b.grid_size or a.block_size != b.block_size
         np.testing.assert_array_equal(a.bfs(src), b.bfs(src))
+    with _engine(graph, spec, block_size=1024, grid_blocks=3) as c:
+        assert c.grid_size == 3
+        np.testing.assert_array_equal(c.bfs(src), bfs_levels(graph, src))
 
 
 def test_deep_graph_with_rcm_permutation(zoo):
@@ -185,6 +188,10 @@ def test_engine_rejects_bad_input(zoo):
             eng.bfs(0, depth_limit=-2)
     with pytest.raises(RuntimeError):
         eng.bfs(0)
+    with pytest.raises(ValueError):
+        _engine(graph, VariantSpec(), grid_blocks=0)
+    with pytest.raises(ValueError):
+        _engine(graph, VariantSpec(), small_queue=-1)
 
 
 @pytest.mark.parametrize(

@@ -75,9 +75,9 @@ class Engine:
     blocks_per_sm : int, optional
         Blocks per multiprocessor; default and upper bound: what the occupancy API allows.
     grid_blocks : int, optional
-        Persistent variants: the whole grid's blocks, fewer than one per multiprocessor
-        allowed (fewer blocks meet sooner at a grid barrier); at most what ``blocks_per_sm``
-        gives. Default: ``blocks_per_sm`` times the multiprocessors.
+        Blocks of every launch, fewer than one per multiprocessor allowed (fewer blocks meet
+        sooner at a grid barrier); at most what ``blocks_per_sm`` gives. Default:
+        ``blocks_per_sm`` times the multiprocessors.
     small_queue : int, optional
         Persistent variants: levels whose queue holds at most this many VSSs run in one block,
         without grid barriers (0, the default: never; measured faster on every anchor graph
@@ -114,6 +114,10 @@ class Engine:
         self.eta = float(eta)
         if block_size % 32 or not 32 <= block_size <= 1024:
             raise ValueError(f"block_size must be a multiple of 32 in [32, 1024], got {block_size}")
+        if grid_blocks is not None and int(grid_blocks) < 1:
+            raise ValueError(f"grid_blocks must be >= 1, got {grid_blocks}")
+        if small_queue is not None and int(small_queue) < 0:
+            raise ValueError(f"small_queue must be >= 0, got {small_queue}")
         self._device_id, self.arch, self.device_name = toolchain.require_gpu(device)
         cp = self._cp = _cupy()
         self._lock = threading.Lock()
@@ -243,14 +247,8 @@ class Engine:
         self.sms = int(sms)
         self.grid_size = per_sm * sms
         if grid_blocks is not None:
-            if int(grid_blocks) < 1:
-                raise ValueError(f"grid_blocks must be >= 1, got {grid_blocks}")
             self.grid_size = min(self.grid_size, int(grid_blocks))
-        if small_queue is None:
-            small_queue = 0
-        if small_queue < 0:
-            raise ValueError(f"small_queue must be >= 0, got {small_queue}")
-        self.small_queue = int(small_queue)
+        self.small_queue = 0 if small_queue is None else int(small_queue)
 
     @property
     def ptx(self) -> str:
