@@ -44,31 +44,20 @@ def profile(eng: Engine, sources: np.ndarray) -> dict[str, float]:
         internal, user = eng._internal_source(int(src))
         t1 = time.perf_counter()
         ev[0].record()
-        eng._launch("init", (np.int32(internal),))
+        eng._submit_init(internal)
         ev[1].record()
         t2 = time.perf_counter()
-        # The rest mirrors Engine._traverse and Engine.bfs.
-        start, stop = eng._events
-        start.record()
-        if eng.spec.launch == "persistent":
-            extra = (np.int32(-1), np.float64(eng.eta), np.uint32(eng.small_queue))
-            eng._launch("bfs", extra, cooperative=True)
-        else:
-            eng._per_level_loop(-1, np.float64(eng.eta))
-        if eng._user_levels is not None:
-            eng._launch("unpermute", (eng._user_levels,))
-        stop.record()
+        eng._submit_traversal(-1)
         t3 = time.perf_counter()
-        eng._state["ctl"].get(out=eng._host_ctl)
+        eng._wait(user)
         t4 = time.perf_counter()
-        eng._last = (user, start, stop)
-        eng.last_stats = None
         ev[2].record()
         out = eng._deliver("device")
         ev[3].record()
         ev[3].synchronize()
         t5 = time.perf_counter()
         del out
+        start, stop = eng._events
         add("host: check src", (t1 - t0) * 1e3)
         add("host: submit init", (t2 - t1) * 1e3)
         add("host: submit traversal", (t3 - t2) * 1e3)

@@ -303,8 +303,17 @@ class Engine:
         )
 
     def _traverse(self, internal: int, user: int, limit: int) -> None:
-        eta = np.float64(self.eta)
+        self._submit_init(internal)
+        self._submit_traversal(limit)
+        self._wait(user)
+
+    # The three phases of a call, separate so that benchmarks/profile_call.py can time each.
+    def _submit_init(self, internal: int) -> None:
         self._launch("init", (np.int32(internal),))
+
+    def _submit_traversal(self, limit: int) -> None:
+        """Enqueue the traversal (and the unpermute pass) between the two timing events."""
+        eta = np.float64(self.eta)
         start, stop = self._events
         start.record()
         if self.spec.launch == "persistent":
@@ -315,7 +324,11 @@ class Engine:
         if self._user_levels is not None:
             self._launch("unpermute", (self._user_levels,))
         stop.record()
-        self._state["ctl"].get(out=self._host_ctl)  # waits for the traversal
+
+    def _wait(self, user: int) -> None:
+        """Wait for the traversal; raise if a grid barrier timed out; note the call's stats."""
+        start, stop = self._events
+        self._state["ctl"].get(out=self._host_ctl)
         if self._host_ctl[CTL["error"]]:
             raise RuntimeError(
                 f"kernel {self.spec.name}: a grid barrier timed out (a block never arrived); "
@@ -343,9 +356,7 @@ class Engine:
         if isinstance(out, str):
             if out != "device":
                 raise ValueError(f"out must be None, 'device' or an array, got {out!r}")
-            fresh = cp.empty_like(levels)  # one cudaMemcpyAsync, no copy kernel to launch
-            fresh.data.copy_from_device_async(levels.data, levels.nbytes)
-            return fresh
+            return levels.copy()
         if out is None:
             levels.get(out=self._host_levels)
             return self._host_levels.copy()
