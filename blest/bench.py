@@ -2,7 +2,8 @@
 
 Protocol: 64 sources per graph drawn without replacement from the vertices with out-degree > 0
 by ``numpy.random.default_rng(27491095)`` (user ids). Traversal time = CUDA events around the
-traversal launch(es) after the per-source init, mean over the sources. Whole-call time = host
+traversal launch(es) after the per-source init, mean over the sources, after 0.2 s of warm-up
+calls per engine. Whole-call time = host
 wall clock of ``bfs(src, out="device")`` (init + traversal + user-id levels, synchronized);
 host copy = the device-to-host copy of the levels through the pinned staging buffer.
 GTEPS = edges of the reached part / traversal time, where an undirected edge counts once and a
@@ -20,7 +21,15 @@ import numpy as np
 from blest.codegen.spec import VariantSpec
 from blest.graph.core import Graph
 
-__all__ = ["SOURCE_SEED", "timing_sources", "BenchRow", "bench_engine", "scipy_ms", "paper_spec"]
+__all__ = [
+    "SOURCE_SEED",
+    "timing_sources",
+    "BenchRow",
+    "warm_up",
+    "bench_engine",
+    "scipy_ms",
+    "paper_spec",
+]
 
 SOURCE_SEED = 27491095
 
@@ -60,11 +69,25 @@ def _edges_reached(graph: Graph, levels: np.ndarray) -> float:
     return arcs if graph.directed else arcs / 2.0
 
 
-def bench_engine(engine: Any, graph: Graph, sources: np.ndarray, name: str) -> BenchRow:
-    """Time ``engine`` on ``sources`` following the protocol (one warm-up call first)."""
+def warm_up(engine: Any, src: int, seconds: float = 0.2) -> None:
+    """Run ``src`` until ``seconds`` have passed (at least once): after the idle gap of building
+    an engine the GPU's clocks need a moment, and a single warm-up call left the first variants
+    of a run up to 20% slow on latency-bound graphs (benchmarks/NOTES.md)."""
     import cupy as cp
 
-    engine.bfs(int(sources[0]), out="device")
+    end = time.perf_counter() + seconds
+    while True:
+        engine.bfs(src, out="device")
+        cp.cuda.Device().synchronize()
+        if time.perf_counter() >= end:
+            return
+
+
+def bench_engine(engine: Any, graph: Graph, sources: np.ndarray, name: str) -> BenchRow:
+    """Time ``engine`` on ``sources`` following the protocol (after :func:`warm_up`)."""
+    import cupy as cp
+
+    warm_up(engine, int(sources[0]))
     trav, whole, copy, teps, depth, bottom = [], [], [], [], [], []
     for src in sources:
         src = int(src)
