@@ -1,48 +1,67 @@
 """blest: breadth-first search compiled into tensor-core kernels for NVIDIA GPUs.
 
-The pipeline: :func:`load_graph` → :class:`Graph` (out_csr / in_csr) → BVSS arrays
-(:func:`blest.graph.build_bvss`) → a generated, NVRTC-compiled kernel variant
-(:mod:`blest.codegen`) → :class:`blest.runtime.Engine`, whose ``bfs(src)`` returns levels in the
-graph's own vertex ids. The CPU parts work without CuPy or a GPU.
+The pipeline: :func:`load_graph` → :class:`Graph` (out_csr / in_csr) → a :class:`Prepared` graph
+(vertex ordering, BVSS arrays) → a generated, NVRTC-compiled kernel variant (:mod:`blest.codegen`)
+→ an engine (:func:`make_engine`, :class:`Engine`), whose ``bfs(src)`` returns levels in the
+graph's own vertex ids. Everything but the GPU engine works without CuPy or a GPU.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from blest._version import __version__
 from blest.codegen.spec import VariantSpec, variants
 from blest.errors import (
+    ArgumentError,
     BlestError,
     CompileError,
     ConfigError,
+    DeviceMemoryError,
+    EngineError,
     GPUUnavailableError,
     GraphFormatError,
     GraphLimitError,
+    VertexError,
 )
 from blest.graph import Graph, build_bvss, load_graph
-from blest.tuning.loader import load_tuned
-
-__version__ = "0.1.0"
+from blest.graph.prepared import Prepared
 
 __all__ = [
+    "ArgumentError",
     "BlestError",
     "CompileError",
     "ConfigError",
+    "DeviceMemoryError",
+    "Engine",
+    "EngineError",
     "GPUUnavailableError",
     "Graph",
     "GraphFormatError",
     "GraphLimitError",
+    "Prepared",
     "VariantSpec",
+    "VertexError",
+    "__version__",
     "build_bvss",
     "load_graph",
     "load_tuned",
+    "make_engine",
     "variants",
-    "Engine",
 ]
 
+_LAZY = {
+    "Engine": ("blest.runtime.engine", "Engine"),
+    "make_engine": ("blest.runtime.factory", "make_engine"),
+    "load_tuned": ("blest.tuning.loader", "load_tuned"),
+}
 
-def __getattr__(name: str):
-    # The engine imports CuPy lazily; keep `import blest` cheap and GPU-free.
-    if name == "Engine":
-        from blest.runtime.engine import Engine
 
-        return Engine
+def __getattr__(name: str) -> Any:
+    # The engines and the tuner load on first use: ``import blest`` stays cheap and GPU-free.
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'blest' has no attribute {name!r}")

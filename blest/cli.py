@@ -1,7 +1,8 @@
 """Command-line tools: ``blest`` (inspect, run, benchmark) and ``blest-tune`` (the tuner).
 
-Every user error (bad file, bad argument, missing GPU) is one line on stderr and exit
-status 2; never a traceback.
+Every user error (a :class:`~blest.errors.BlestError`: bad file, bad argument, missing GPU; or an
+``OSError``) is one line on stderr and exit status 2. Anything else is a bug in blest: its
+traceback is printed and the exit status is 1. Ctrl-C exits with status 130.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from blest._version import __version__
 from blest.codegen.spec import VariantSpec, variants
+from blest.defaults import DEFAULT_ARCH, DEFAULT_ETA, SIGMAS, SOURCE_SEED
 from blest.errors import BlestError
 
 EXAMPLES = """examples:
@@ -82,12 +85,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def _common_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument(
+        "--debug", action="store_true", help="show the traceback of errors too (default: one line)"
+    )
+
+
 _SPEC_FLAGS = ("sigma", "update", "dirty_sets", "queue", "switching", "launch")
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
     d = VariantSpec()
-    p.add_argument("--sigma", type=int, choices=(4, 8, 16, 32), help=f"default {d.sigma}")
+    p.add_argument("--sigma", type=int, choices=SIGMAS, help=f"default {d.sigma}")
     p.add_argument("--update", choices=("eager", "lazy"), help=f"default {d.update}")
     p.add_argument("--dirty-sets", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--queue", choices=("vss", "sweep"), help=f"default {d.queue}")
@@ -147,7 +157,8 @@ def _cmd_ptx(args: argparse.Namespace) -> int:
     from blest.codegen.render import render
 
     spec, cfg = _target_spec(args)
-    arch = args.arch or ((cfg.gpu or {}).get("arch") if cfg is not None else None) or "sm_90"
+    tuned_arch = cfg.gpu.arch if cfg is not None and cfg.gpu is not None else None
+    arch = args.arch or tuned_arch or DEFAULT_ARCH
     arch = arch.replace("sm_", "compute_")
     sys.stdout.write(compile_source(render(spec), arch=arch, target="ptx").decode())
     return 0
@@ -199,21 +210,19 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _run_bfs(graph: object, src: int, spec: VariantSpec, eta: float) -> tuple[np.ndarray, str]:
-    """Levels from the GPU engine, or from the CPU emulator (with a notice) without a GPU."""
-    from blest.codegen.toolchain import have_gpu
+    """Levels from the GPU engine, or from the kernel emulator (with a notice) without a GPU."""
+    from blest.graph.prepared import Prepared
+    from blest.runtime.factory import make_engine, resolve_device
 
-    if have_gpu():
-        from blest.runtime.engine import Engine
-
-        with Engine(graph, spec, eta=eta) as eng:
-            levels = eng.bfs(src)
-            return levels, f"GPU {eng.device_name}, {eng.stats.traversal_ms:.3f} ms traversal"
-    from blest.graph.bvss import build_bvss
-    from blest.reference import check_source, emulate_spec
-
-    src = check_source(src, graph.n)
-    result = emulate_spec(build_bvss(graph, spec.sigma), graph, src, spec, eta=eta, record=False)
-    return result.levels, "no GPU: NumPy emulator of the kernel (slow but exact)"
+    device = resolve_device(None)
+    if device == "cpu":
+        device = "emulator"  # the CLI shows what the kernel computes
+    prep = Prepared.from_graph(graph, spec.sigma)
+    with make_engine(prep, spec, eta=eta, device=device) as eng:
+        levels = eng.bfs(src)
+        if device == "emulator":
+            return levels, "no GPU: NumPy emulator of the kernel (slow but exact)"
+        return levels, f"GPU {eng.device_name}, {eng.stats.traversal_ms:.3f} ms traversal"
 
 
 def _check_out_path(path: str | None) -> None:
@@ -228,19 +237,21 @@ def _save_levels(path: str, levels: np.ndarray) -> None:
 
 
 def _tuned_bfs(args: argparse.Namespace) -> tuple[np.ndarray, int, str]:
+    from blest.reference import check_source
     from blest.tuning.loader import load_tuned
 
     given = _given_spec_flags(args)
     given += [f for f, v in (("--eta", args.eta), ("--directed", args.directed)) if v is not None]
     if given:
         raise BlestError(f"{', '.join(given)} cannot be combined with a tuned config")
-    from blest.reference import check_source
-
-    check_source(args.src, int(_read_config(args.graph).graph["n"]))  # before any warning
-    with load_tuned(args.graph) as eng:
+    check_source(args.src, _read_config(args.graph).graph.n)  # before any warning
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "no GPU: blest runs", RuntimeWarning)
+        eng = load_tuned(args.graph)
+    with eng:
         levels = eng.bfs(args.src)
         if eng.device_name.startswith("CPU"):
-            return levels, eng.n, "no GPU: NumPy emulator of the tuned kernel (slow but exact)"
+            return levels, eng.n, f"no GPU: {eng.device_name}, {eng.stats.traversal_ms:.1f} ms"
         return levels, eng.n, f"GPU {eng.device_name}, {eng.stats.traversal_ms:.3f} ms traversal"
 
 
@@ -250,7 +261,7 @@ def _cmd_bfs(args: argparse.Namespace) -> int:
         levels, n, how = _tuned_bfs(args)
     else:
         graph = _load(args.graph, args.directed)
-        eta = 10.0 if args.eta is None else args.eta
+        eta = DEFAULT_ETA if args.eta is None else args.eta
         levels, how = _run_bfs(graph, args.src, _spec_from(args), eta)
         n = graph.n
     reached = int((levels >= 0).sum())
@@ -277,11 +288,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if status:
         return status
     print(f"$ python -c 'blest.load_tuned(\"{config}\").bfs(src)'")
+    from blest.runtime.factory import resolve_device
+
+    device = "emulator" if resolve_device(None) == "cpu" else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the no-GPU notice was printed by blest-tune already
-        engine = load_tuned(config)
+        engine = load_tuned(config, device=device)
     graph = _load(str(example_path()), None)
-    rng = np.random.default_rng(27491095)
+    rng = np.random.default_rng(SOURCE_SEED)
     for src in rng.choice(np.flatnonzero(graph.out_degree > 0), size=args.sources, replace=False):
         src = int(src)
         t0 = time.perf_counter()
@@ -299,15 +313,26 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    """The timing protocol on a tuned config's engine (GPU only)."""
+    from blest.tuning.loader import load_prepared, load_tuned
+    from blest.tuning.protocol import bench_engine, scipy_ms, timing_sources
 
-    runner = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
-    if not runner.exists():
-        raise BlestError("blest bench runs benchmarks/run.py from a source checkout of blest")
-    import runpy
-
-    sys.argv = [str(runner), *args.rest]
-    runpy.run_path(str(runner), run_name="__main__")
+    if not _is_config(args.config):
+        raise BlestError(f"{args.config} is not a tuned config (*.blest.json from blest-tune)")
+    if args.n < 1:
+        raise BlestError(f"-n must be at least 1, got {args.n}")
+    cfg = _read_config(args.config)
+    graph = load_prepared(cfg).graph
+    sources = timing_sources(graph, args.n)
+    with load_tuned(args.config, device="gpu") as eng:
+        row = bench_engine(eng, graph, sources, Path(args.config).name)
+    cpu = scipy_ms(graph, sources[: min(8, len(sources))])
+    print(
+        f"{row.graph}: {row.variant} eta={row.eta:g}, {row.sources} sources: traversal mean "
+        f"{row.traversal_ms:.4f} ms (median {row.traversal_ms_median:.4f}), whole call "
+        f"{row.whole_call_ms:.4f} ms, host copy {row.host_copy_ms:.4f} ms, {row.gteps:.2f} GTEPS; "
+        f"SciPy {cpu:.2f} ms"
+    )
     return 0
 
 
@@ -318,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _common_flags(p)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     d = sub.add_parser("demo", help="load, prepare and traverse the bundled example graph")
     d.add_argument("--sources", type=int, default=3)
@@ -328,7 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
         "info", help="graph and BVSS statistics, or a tuned config's choice and timings"
     )
     i.add_argument("graph", metavar="GRAPH_OR_CONFIG")
-    i.add_argument("--sigmas", type=int, nargs="*", default=[4, 8, 16, 32])
+    i.add_argument(
+        "--sigmas", type=int, nargs="*", choices=SIGMAS, default=list(SIGMAS), help="default: all"
+    )
     i.add_argument("--directed", action=argparse.BooleanOptionalAction, default=None)
     i.set_defaults(func=_cmd_info)
     for name, func, doc in (
@@ -351,8 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=_cmd_bfs)
     v = sub.add_parser("variants", help="list every variant")
     v.set_defaults(func=_cmd_variants)
-    bench = sub.add_parser("bench", help="run benchmarks/run.py (source checkout)")
-    bench.add_argument("rest", nargs=argparse.REMAINDER)
+    bench = sub.add_parser("bench", help="time a tuned config by the timing protocol (GPU)")
+    bench.add_argument("config", metavar="CONFIG", help="a tuned *.blest.json")
+    bench.add_argument("-n", type=int, default=64, help="sources (default 64)")
     bench.set_defaults(func=_cmd_bench)
     return p
 
@@ -367,12 +396,25 @@ def _run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
         warnings.showwarning = one_line
         try:
             return int(args.func(args) or 0)
-        except (BlestError, ValueError, IndexError, TypeError, OSError, MemoryError) as exc:
+        except (BlestError, OSError) as exc:
+            if getattr(args, "debug", False):
+                raise
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             print(f"{parser.prog}: error: {first}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
+            print(f"{parser.prog}: interrupted", file=sys.stderr)
             return 130
+        except Exception:
+            import traceback
+
+            traceback.print_exc()
+            print(
+                f"{parser.prog}: internal error (a bug in blest {__version__}): please report it "
+                "with the command line and the traceback above",
+                file=sys.stderr,
+            )
+            return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -401,8 +443,8 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     from blest.tuning.summary import summary_lines
     from blest.tuning.tuner import tune, write_tuned
 
-    if args.budget <= 0:
-        raise BlestError(f"--budget must be > 0 seconds, got {args.budget:g}")
+    if not 0 < args.budget < float("inf"):
+        raise BlestError(f"--budget must be a finite number of seconds > 0, got {args.budget:g}")
     if args.sources < 1:
         raise BlestError(f"--sources must be at least 1, got {args.sources}")
     if args.ordering:
@@ -428,7 +470,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             orderings=args.ordering,
             progress=progress,
         )
-        outcome.config.preparation["load_seconds"] = load_s
+        outcome.config.preparation.load_seconds = load_s
         progress(f"writing {config}")
         cfg = write_tuned(outcome, config, artifact)
     finally:
@@ -449,6 +491,7 @@ def build_tune_parser() -> argparse.ArgumentParser:
         epilog=TUNE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _common_flags(p)
     p.add_argument("graph", metavar="GRAPH", help="graph file (.mtx, .mtx.gz, edge list, .npz)")
     p.add_argument(
         "-o",
@@ -469,8 +512,8 @@ def build_tune_parser() -> argparse.ArgumentParser:
         "--sigma",
         type=int,
         nargs="+",
-        choices=(4, 8, 16, 32),
-        default=[4, 8, 16, 32],
+        choices=SIGMAS,
+        default=list(SIGMAS),
         help="slice widths to consider (default all)",
     )
     p.add_argument(

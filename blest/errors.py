@@ -1,7 +1,8 @@
 """Exception classes of blest.
 
 Every error a user can cause derives from :class:`BlestError`; the command-line tools turn
-those into one line on stderr and exit status 2.
+those into one line on stderr and exit status 2. Any other exception is a bug in blest: the
+command-line tools print its traceback and exit with status 1.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ __all__ = [
     "GPUUnavailableError",
     "CompileError",
     "ConfigError",
+    "ArgumentError",
+    "VertexError",
+    "EngineError",
+    "DeviceMemoryError",
 ]
 
 
@@ -63,3 +68,19 @@ class CompileError(BlestError, RuntimeError):
 
 class ConfigError(BlestError, ValueError):
     """A tuned config or prepared artifact is unreadable, of an unknown version or mismatched."""
+
+
+class ArgumentError(BlestError, ValueError, TypeError):
+    """An argument has the wrong type or value (a ``ValueError`` and a ``TypeError``)."""
+
+
+class VertexError(ArgumentError, IndexError):
+    """A vertex id is out of range for the graph (also an ``IndexError``)."""
+
+
+class EngineError(BlestError, RuntimeError):
+    """An engine cannot serve the call: it is closed, or a kernel failed and left it void."""
+
+
+class DeviceMemoryError(BlestError, MemoryError):
+    """The GPU has too little free memory for what was asked (the message gives both sizes)."""

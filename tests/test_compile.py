@@ -421,21 +421,23 @@ def test_load_and_cooperative_launch():
     import cupy
     import numpy as np
 
+    from blest.runtime import launch as bl
+
     device, arch, _ = toolchain.require_gpu()
-    module = bc.load_module(bc.compile_source(COOP_SOURCE, arch=arch), device)
+    module = bl.load_module(bc.compile_source(COOP_SOURCE, arch=arch), device)
     kernel = module["coop_mma"]
     with pytest.raises(KeyError):
         module["missing"]
-    assert bc.max_active_blocks(kernel, 256) >= 1
-    grid = bc.max_cooperative_grid(kernel, 256)
+    assert bl.max_active_blocks(kernel, 256) >= 1
+    grid = bl.max_cooperative_grid(kernel, 256)
     with cupy.cuda.Device(device):
         ones = cupy.full(32, 0xFFFFFFFF, dtype=cupy.uint32)
         out = cupy.zeros(2 * grid * 256, dtype=cupy.int32)
         arrived = cupy.zeros(1, dtype=cupy.uint32)
         seen = cupy.zeros(grid, dtype=cupy.uint32)
-        bc.launch(kernel, grid, 256, (ones, ones, out, arrived, seen), cooperative=True)
+        bl.launch(kernel, grid, 256, (ones, ones, out, arrived, seen), cooperative=True)
         cupy.cuda.Device(device).synchronize()
         assert (out.get() == 128).all()  # 4 words x popc(0xFFFFFFFF)
         assert (seen.get() == np.uint32(grid)).all()  # every block passed the grid barrier
         with pytest.raises(ValueError, match="co-resident"):
-            bc.launch(kernel, grid + 1, 256, (ones, ones, out, arrived, seen), cooperative=True)
+            bl.launch(kernel, grid + 1, 256, (ones, ones, out, arrived, seen), cooperative=True)

@@ -32,9 +32,13 @@ def zoo_bvss(zoo):
     return {(name, s): build_bvss(g, s) for name, g in graphs.items() for s in (4, 8, 16, 32)}
 
 
-def _engine(graph, spec, **kw):
+def _engine(graph, spec, bvss=None, **kw):
+    """A GPU engine; with ``bvss`` (shared NumPy BVSS) through a Prepared graph."""
+    from blest.graph.prepared import Prepared
     from blest.runtime.engine import Engine
 
+    if bvss is not None:
+        graph = Prepared.from_graph(graph, spec.sigma, bvss=bvss)
     return Engine(graph, spec, **kw)
 
 
@@ -132,15 +136,17 @@ def test_deep_graph_with_rcm_permutation(zoo):
     for spec in (VariantSpec(sigma=8), VariantSpec(sigma=8, dirty_sets=True, queue="sweep")):
         with _engine(graph, spec, permutation=perm) as eng:
             np.testing.assert_array_equal(eng.bfs(src), want)
-            assert eng.bvss.n == internal.n
+            assert eng.prepared.bvss.n == internal.n
+            assert np.array_equal(eng.prepared.in_idx, internal.in_idx)
 
 
 def test_mma_instruction_matches_emulation():
     import cupy as cp
 
-    from blest.codegen.compile import compile_source, launch, load_module
+    from blest.codegen.compile import compile_source
     from blest.codegen.toolchain import require_gpu
     from blest.reference.mma import mma_m8n8k128_and_popc
+    from blest.runtime.launch import launch, load_module
 
     device, arch, _ = require_gpu()
     src = r"""

@@ -10,7 +10,8 @@ from random_graphs import GRAPH_CLASSES, make_hubs, make_power_law
 from blest import Graph
 from blest.datasets.generators import kronecker
 from blest.graph import jaccard as jw
-from blest.graph.ordering import compute_ordering
+from blest.runtime.jaccard import jaccard_gpu
+from blest.runtime.ordering import compute_ordering
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
@@ -27,7 +28,7 @@ def test_gpu_equals_cpu_on_random_graphs(rng, sigma):
         n = int(rng.integers(2, 40)) * sigma + int(rng.integers(1, sigma))  # n % sigma != 0
         g = make(rng, n)
         for window in (sigma, sigma * int(rng.integers(2, 9)), 1 << 16):
-            gpu = jw.jaccard_gpu(g, sigma, window)
+            gpu = jaccard_gpu(g, sigma, window)
             assert np.array_equal(gpu, _cpu(g, sigma, window)), (cls, n, sigma, window)
 
 
@@ -36,22 +37,20 @@ def test_gpu_equals_reference_on_small_graphs(rng):
         g = make_power_law(rng, int(rng.integers(10, 200)))
         sigma = int(rng.choice([4, 8, 16, 32]))
         window = sigma * int(rng.integers(1, 6))
-        assert np.array_equal(
-            jw.jaccard_gpu(g, sigma, window), jw.jaccard_reference(g, sigma, window)
-        )
+        assert np.array_equal(jaccard_gpu(g, sigma, window), jw.jaccard_reference(g, sigma, window))
 
 
 @pytest.mark.parametrize("block", [32, 256, 1024])
 def test_gpu_block_size_does_not_change_the_result(rng, block):
     g = make_hubs(rng, 700)  # long in-lists: many warps update inter concurrently
-    assert np.array_equal(jw.jaccard_gpu(g, 8, 256, block=block), _cpu(g, 8, 256))
+    assert np.array_equal(jaccard_gpu(g, 8, 256, block=block), _cpu(g, 8, 256))
 
 
 @pytest.mark.skipif(not jw.have_numba(), reason="numba (the jit extra) missing")
 def test_gpu_equals_cpu_on_kron(rng):
     g = kronecker(14, 16, seed=int(rng.integers(2**31)))
     for sigma, window in ((8, 4096), (8, 1 << 16), (32, 2048)):
-        assert np.array_equal(jw.jaccard_gpu(g, sigma, window), jw.jaccard_cpu(g, sigma, window))
+        assert np.array_equal(jaccard_gpu(g, sigma, window), jw.jaccard_cpu(g, sigma, window))
 
 
 def test_compute_ordering_uses_the_gpu(rng):

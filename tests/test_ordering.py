@@ -216,7 +216,7 @@ def test_compute_ordering_by_name(rng):
     assert compute_ordering(g, "natural").is_identity
     assert np.array_equal(compute_ordering(g, "rcm").old_of_new, rcm(g).old_of_new)
     if jw.have_numba():
-        perm = compute_ordering(g, "jaccard", sigma=4, W=64, device="cpu")
+        perm = compute_ordering(g, "jaccard", sigma=4, W=64)
         assert perm.name == "jaccard" and perm.notes == ()
         assert np.array_equal(perm.old_of_new, jw.jaccard_reference(g, 4, 64))
         assert np.array_equal(perm.new_of_old[perm.old_of_new], np.arange(g.n))
@@ -226,16 +226,19 @@ def test_fallback_to_rcm_without_numba(rng, monkeypatch):
     g = make_grid(rng, 200)
     monkeypatch.setattr(jw, "have_numba", lambda: False)
     with pytest.warns(jw.OrderingFallbackWarning, match="fell back to RCM"):
-        perm = compute_ordering(g, "jaccard", device="cpu")
+        perm = compute_ordering(g, "jaccard")
     assert perm.name == "rcm" and len(perm.notes) == 1 and "numba" in perm.notes[0]
     assert np.array_equal(perm.old_of_new, rcm(g).old_of_new)
 
 
 def test_gpu_template_renders_and_compiles():
+    from blest.codegen.render import render_jaccard
+    from blest.runtime.jaccard import GPU_BLOCK, KERNEL_NAME
+
     for sigma in SIGMAS:
-        src = jw.render_jaccard(sigma, 256)
-        assert f"#define SIGMA {sigma}" in src and jw.KERNEL_NAME in src
-    assert jw.render_jaccard(8) == jw.render_jaccard(8)  # deterministic
+        src = render_jaccard(sigma, 256, KERNEL_NAME)
+        assert f"#define SIGMA {sigma}" in src and KERNEL_NAME in src
+    assert render_jaccard(8, GPU_BLOCK, KERNEL_NAME) == render_jaccard(8, GPU_BLOCK, KERNEL_NAME)
     from blest.codegen import toolchain
 
     try:
@@ -245,8 +248,10 @@ def test_gpu_template_renders_and_compiles():
     from blest.codegen.compile import compile_source
 
     for sigma in (4, 32):
-        ptx = compile_source(jw.render_jaccard(sigma), arch="sm_80", target="ptx")
-        assert jw.KERNEL_NAME.encode() in ptx
+        ptx = compile_source(
+            render_jaccard(sigma, GPU_BLOCK, KERNEL_NAME), arch="sm_80", target="ptx"
+        )
+        assert KERNEL_NAME.encode() in ptx
 
 
 # --------------------------------------------------------------------------- classification

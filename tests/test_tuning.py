@@ -16,14 +16,17 @@ import blest
 from blest.codegen.spec import VariantSpec
 from blest.errors import ConfigError, GPUUnavailableError
 from blest.graph.core import Graph
+from blest.graph.ordering import compute_ordering
+from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
+from blest.runtime.cpu import CPUEngine
+from blest.runtime.emulated import EmulatedEngine
 from blest.tuning import tuner as tuner_mod
-from blest.tuning.config import CONFIG_VERSION, TunedConfig, default_outputs
+from blest.tuning.config import CONFIG_VERSION, GPUInfo, TunedConfig, default_outputs
 from blest.tuning.files import atomic_write
-from blest.tuning.loader import EmulatedEngine, load_prepared
+from blest.tuning.loader import load_prepared
 from blest.tuning.prepare import (
     OrderingUnavailable,
-    compute_ordering,
     prepare,
     prepare_with_fallback,
 )
@@ -109,7 +112,7 @@ def test_paper_rules_without_gpu(tmp_path, rng):
     g = make_grid(rng, 300)
     cfg, _ = _tuned(tmp_path, g)  # U_div is tiny on a small graph: eager, no switching
     assert cfg.spec == VariantSpec(sigma=8, update="eager", switching=False)
-    assert cfg.preparation["u_div_sigma8"] < 25_000
+    assert cfg.preparation.u_div_sigma8 < 25_000
     cfg16, _ = _tuned(tmp_path, g, name="h", sigmas=(16,))
     assert cfg16.spec.sigma == 16 and any("sigma=16" in n for n in cfg16.notes)
 
@@ -117,7 +120,7 @@ def test_paper_rules_without_gpu(tmp_path, rng):
 def test_fallback_ordering_is_noted(tmp_path, rng):
     g = make_power_law(rng, 300)
     cfg, _ = _tuned(tmp_path, g, orderings=["no-such-order"])
-    assert cfg.preparation["ordering"] == "rcm"
+    assert cfg.preparation.ordering == "rcm"
     assert any("no-such-order" in n and "used rcm" in n for n in cfg.notes)
 
 
@@ -163,7 +166,7 @@ def test_artifact_of_another_graph_is_refused(tuned_dir, rng):
         _load(cfg_path)
 
 
-@pytest.mark.parametrize("version", [0, 2, "1", None])
+@pytest.mark.parametrize("version", [0, 1, "2", None, 3])
 def test_unknown_version_is_refused(tuned_dir, version):
     d, _ = tuned_dir
     p = d / "g.blest.json"
@@ -188,7 +191,7 @@ def test_missing_or_broken_files_are_refused(tuned_dir):
     data = json.loads(p.read_text())
     del data["launch_geometry"]
     (d / "partial.json").write_text(json.dumps(data))
-    with pytest.raises(ConfigError, match="malformed"):
+    with pytest.raises(ConfigError, match="launch_geometry.*re-run blest-tune"):
         _load(d / "partial.json")
     (d / "g.blest.npz").unlink()
     with pytest.raises(ConfigError, match="missing.*re-run blest-tune"):
@@ -213,21 +216,25 @@ def test_emulated_engine_matches_scipy(tmp_path, rng, ordering):
         cfg.spec = spec
         cfg.eta = 2.0
         cfg.write(path)  # the artifact does not depend on the variant at one sigma
-        with pytest.warns(RuntimeWarning, match="emulator"):
-            eng = blest.load_tuned(path)
-        assert isinstance(eng, EmulatedEngine) and eng.spec == spec
-        for s in sources:
-            assert np.array_equal(eng.bfs(s), bfs_levels(g, s)), (spec.name, s)
-        out = np.empty(g.n, dtype=np.int32)
-        assert eng.bfs(sources[0], out=out) is out
-        assert np.array_equal(out, bfs_levels(g, sources[0]))
-        assert eng.stats.source == sources[0]
-        assert "blest_bfs" in eng.source or "__global__" in eng.source
+        with pytest.warns(RuntimeWarning, match="no GPU: blest runs SciPy"):
+            cpu = blest.load_tuned(path)
+        emu = blest.load_tuned(path, device="emulator")
+        assert isinstance(cpu, CPUEngine) and isinstance(emu, EmulatedEngine)
+        for eng in (cpu, emu):
+            assert eng.spec == spec
+            for s in sources:
+                assert np.array_equal(eng.bfs(s), bfs_levels(g, s)), (spec.name, s)
+            out = np.full(g.n, 0x5A5A5A5A, dtype=np.int32)
+            assert eng.bfs(sources[0], out=out) is out
+            assert np.array_equal(out, bfs_levels(g, sources[0]))
+            assert eng.stats.source == sources[0]
+            assert "blest_bfs" in eng.source
 
 
-def test_emulated_engine_argument_errors(tuned_dir):
+@pytest.mark.parametrize("device", [None, "cpu", "emulator"])
+def test_cpu_engines_argument_errors(tuned_dir, device):
     d, g = tuned_dir
-    eng = _load(d / "g.blest.json")
+    eng = _load(d / "g.blest.json", device=device)
     with pytest.raises(IndexError):
         eng.bfs(g.n)
     with pytest.raises(TypeError):
@@ -245,32 +252,37 @@ def test_emulated_engine_argument_errors(tuned_dir):
 
 
 def test_gpu_path_builds_engine_from_artifact(tuned_dir, monkeypatch):
-    """load_tuned on a GPU: the Engine gets the artifact's BVSS, permutation and geometry;
-    a config made without a GPU (or on another GPU) warns but runs."""
+    """load_tuned on a GPU: the Engine gets the artifact's arrays as they are (BVSS,
+    permutation, in-adjacency) and the config's geometry; a config made without a GPU (or on
+    another GPU) warns but runs."""
     d, g = tuned_dir
     made = {}
 
     class FakeEngine:
-        def __init__(self, graph, spec, **kw):
-            made.update(graph=graph, spec=spec, **kw)
+        def __init__(self, prepared, spec, **kw):
+            made.update(prepared=prepared, spec=spec, **kw)
             self.device_name = "NVIDIA H200"
 
     monkeypatch.setattr("blest.runtime.engine.Engine", FakeEngine)
+    monkeypatch.setattr(
+        "blest.codegen.toolchain.require_gpu", lambda d=None: (0, "sm_90", "NVIDIA H200")
+    )
     with pytest.warns(RuntimeWarning, match="not tuned on a GPU"):
         blest.load_tuned(d / "g.blest.json", emulate=False)
     cfg = TunedConfig.read(d / "g.blest.json")
     prep = load_prepared(cfg)
-    assert made["graph"].content_hash() == g.content_hash()
-    assert made["spec"] == cfg.spec and made["eta"] == cfg.eta
-    assert made["bvss"].sigma == cfg.spec.sigma
-    assert np.array_equal(made["bvss"].masks, prep.bvss.masks)
-    assert np.array_equal(made["permutation"].old_of_new, prep.permutation.old_of_new)
+    got = made["prepared"]
+    assert isinstance(got, Prepared) and got.graph.content_hash() == g.content_hash()
+    assert made["spec"] == cfg.spec and made["eta"] == cfg.eta and made["device"] == 0
+    assert got.sigma == cfg.spec.sigma and np.array_equal(got.bvss.masks, prep.bvss.masks)
+    assert np.array_equal(got.permutation.old_of_new, prep.permutation.old_of_new)
+    assert np.array_equal(got.in_idx, prep.in_idx)
     assert (made["block_size"], made["blocks_per_sm"], made["small_queue"]) == (256, None, None)
-    cfg.tuned, cfg.gpu = True, {"name": "NVIDIA H100", "compute_capability": "9.0"}
+    cfg.tuned, cfg.gpu = True, GPUInfo("NVIDIA H100", "9.0")
     cfg.write(d / "g.blest.json")
     with pytest.warns(RuntimeWarning, match="tuned on NVIDIA H100, this is NVIDIA H200"):
         blest.load_tuned(d / "g.blest.json", emulate=False)
-    cfg.gpu["name"] = "NVIDIA H200"
+    cfg.gpu.name = "NVIDIA H200"
     cfg.write(d / "g.blest.json")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -283,14 +295,16 @@ def test_orderings_by_name(rng):
     assert compute_ordering(g, "natural").is_identity
     perm = compute_ordering(g, "rcm")
     assert np.array_equal(np.sort(perm.old_of_new), np.arange(g.n))
-    with pytest.raises(OrderingUnavailable):
+    with pytest.raises(blest.ArgumentError):
         compute_ordering(g, "bogus")
-    jac = prepare(g, "jaccard")  # on a CPU: JaccardWithWindows (Numba) or RCM with a note
+    with pytest.raises(OrderingUnavailable):
+        prepare(g, "bogus", 8)
+    jac = prepare(g, "jaccard", 8)  # on a CPU: JaccardWithWindows (Numba) or RCM with a note
     assert jac.ordering in ("jaccard", "rcm") and (jac.ordering == "jaccard") != bool(jac.notes)
-    prep = prepare(g, "rcm")
+    prep = prepare(g, "rcm", 8)
     assert prep.internal.nnz == g.nnz and set(prep.seconds) == {"ordering", "permute"}
     assert prep.bvss(8).sigma == 8 and "bvss_sigma8" in prep.seconds
-    prep, notes = prepare_with_fallback(g, "bogus")
+    prep, notes = prepare_with_fallback(g, "bogus", 8)
     assert prep.ordering == "rcm" and "bogus" in notes[0]
 
 
@@ -451,30 +465,25 @@ def test_held_out_summary_and_noise():
 class EmulatingEngine:
     """Stands in for blest.Engine: the NumPy emulator, with a synthetic traversal time."""
 
-    def __init__(self, graph, spec, *, eta, permutation, block_size, blocks_per_sm, bvss,
-                 small_queue, internal=None):  # fmt: skip
-        from blest.runtime import engine as engine_mod
-
-        self.perm = permutation
-        # the tuner hands over its reordered graph instead of permuting again
-        if internal is None and permutation is not None:
-            internal = engine_mod.permute_graph(graph, permutation)
-        self.internal = graph if internal is None else internal
-        assert bvss.n == graph.n and bvss.sigma == spec.sigma
-        self.spec, self.eta, self.bvss, self.block_size = spec, eta, bvss, block_size
+    def __init__(self, prepared, spec, *, eta, device, block_size, blocks_per_sm, grid_blocks,
+                 small_queue, record_levels):  # fmt: skip
+        assert prepared.sigma == spec.sigma and device == 0
+        self.prepared = prepared
+        self.spec, self.eta, self.block_size = spec, eta, block_size
         self.small_queue = 0 if small_queue is None else small_queue
         self.device_name = "Fake GPU"
 
     def bfs(self, src, out=None):
         from blest.reference import emulate_spec
 
-        new_of_old = None if self.perm is None else self.perm.new_of_old
-        s = int(src) if new_of_old is None else int(new_of_old[src])
-        levels = emulate_spec(self.bvss, self.internal, s, self.spec, eta=self.eta, record=False)
-        lv = levels.levels if new_of_old is None else levels.levels[new_of_old]
+        p = self.prepared
+        new_of_old = p.permutation.new_of_old
+        adjacency = (p.in_ptr, p.in_idx)
+        result = emulate_spec(p.bvss, adjacency, int(new_of_old[src]), self.spec, eta=self.eta,
+                              record=False)  # fmt: skip
         ms = 1.0 + 0.1 * (self.spec.sigma != 16) + 0.05 * (self.block_size != 1024)
         self.stats = types.SimpleNamespace(traversal_ms=ms + 0.01 * self.spec.dirty_sets)
-        return lv
+        return result.levels[new_of_old]
 
     def close(self):
         pass
@@ -494,8 +503,8 @@ def test_gpu_tuning_flow_with_emulating_engines(tmp_path, rng, monkeypatch):
     g = make_directed(rng, 200)
     out = tune(g, source="/d/g.mtx", use_gpu=True, sigmas=(8, 16), orderings=["natural", "rcm"])
     cfg = write_tuned(out, tmp_path / "g.blest.json", tmp_path / "g.blest.npz")
-    assert cfg.tuned and cfg.gpu == {"name": "FG", "compute_capability": "9.0", "arch": "sm_90"}
-    assert cfg.spec.sigma == 16 and cfg.block_size == 1024 and not cfg.spec.dirty_sets
+    assert cfg.tuned and cfg.gpu == GPUInfo("FG", "9.0", "sm_90")
+    assert cfg.spec.sigma == 16 and cfg.geometry.block_size == 1024 and not cfg.spec.dirty_sets
     rows = cfg.timing["candidates"]
     assert rows[0]["stage"] == "paper" and {r["stage"] for r in rows} >= {"coarse", "eta"}
     assert {r["ordering"] for r in rows} == {"natural", "rcm"}

@@ -1,14 +1,13 @@
-"""Code generation: VariantSpec → CUDA C++ (jinja2) → PTX / cubin (NVRTC) → loaded module."""
+"""Code generation: VariantSpec → CUDA C++ (jinja2) → PTX / cubin (NVRTC).
+
+Rendering and compiling need no GPU; loading and launching live in :mod:`blest.runtime`.
+"""
 
 from blest.codegen.compile import (
     compile_cubin,
     compile_many,
     compile_ptx,
     compile_source,
-    launch,
-    load_module,
-    max_active_blocks,
-    max_cooperative_grid,
 )
 from blest.codegen.render import render
 from blest.codegen.spec import VariantSpec, variants
@@ -21,10 +20,6 @@ __all__ = [
     "compile_ptx",
     "compile_source",
     "have_gpu",
-    "launch",
-    "load_module",
-    "max_active_blocks",
-    "max_cooperative_grid",
     "render",
     "require_gpu",
     "variants",

@@ -1,8 +1,8 @@
-"""CUDA C++ → cubin / PTX through NVRTC (CuPy's binding), with the on-disk cache; module loading.
+"""CUDA C++ → cubin / PTX through NVRTC (CuPy's binding), with the on-disk cache.
 
 Compilation works without a GPU or a driver (only NVRTC and the CUDA headers are needed, see
-:mod:`blest.codegen.toolchain`). :func:`load_module`, :func:`launch`, :func:`max_active_blocks`
-and :func:`max_cooperative_grid` need a GPU.
+:mod:`blest.codegen.toolchain`). Loading and launching the result is the runtime's business
+(:mod:`blest.runtime.launch`).
 
 Options: always ``-std=c++17 -arch=<sm_XX | compute_XX> -I<CCCL> -I<CUDA include>``, then
 ``-lineinfo`` when asked, then the caller's options (later options win). No fast-math, no
@@ -11,9 +11,7 @@ Options: always ``-std=c++17 -arch=<sm_XX | compute_XX> -I<CCCL> -I<CUDA include
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import math
 import multiprocessing
 import os
 import re
@@ -27,7 +25,8 @@ from typing import Any, Literal
 
 from blest.codegen import cache as _cache
 from blest.codegen import toolchain
-from blest.errors import CompileError
+from blest.defaults import DEFAULT_ARCH
+from blest.errors import ArgumentError, CompileError
 
 __all__ = [
     "DEFAULT_OPTIONS",
@@ -37,17 +36,10 @@ __all__ = [
     "compile_many",
     "nvrtc_options",
     "normalize_arch",
-    "load_module",
-    "LoadedModule",
-    "Kernel",
-    "launch",
-    "max_active_blocks",
-    "max_cooperative_grid",
 ]
 
 Target = Literal["cubin", "ptx"]
 DEFAULT_OPTIONS: tuple[str, ...] = ("-std=c++17",)
-_STATIC_SMEM_LIMIT = 48 * 1024
 _log = logging.getLogger("blest.codegen")
 
 
@@ -58,15 +50,15 @@ def normalize_arch(arch: str | int, target: Target = "cubin") -> str:
     cubin targets get ``sm_XX``, PTX targets ``compute_XX`` (suffixes ``a``/``f`` are kept).
     """
     if target not in ("cubin", "ptx"):
-        raise ValueError(f"target must be 'cubin' or 'ptx', got {target!r}")
+        raise ArgumentError(f"target must be 'cubin' or 'ptx', got {target!r}")
     m = re.fullmatch(r"(?:sm_|compute_)?(\d{2,3})([af]?)", str(arch).strip())
     if not m:
-        raise ValueError(f"arch must look like 'sm_90' or 'compute_90', got {arch!r}")
+        raise ArgumentError(f"arch must look like 'sm_90' or 'compute_90', got {arch!r}")
     return f"{'sm' if target == 'cubin' else 'compute'}_{m.group(1)}{m.group(2)}"
 
 
 def nvrtc_options(
-    arch: str | int = "sm_90",
+    arch: str | int = DEFAULT_ARCH,
     target: Target = "cubin",
     options: Sequence[str] = (),
     *,
@@ -168,7 +160,7 @@ def _key(source: str, opts: Sequence[str], target: Target, name: str) -> str:
 def compile_source(
     source: str,
     *,
-    arch: str | int = "sm_90",
+    arch: str | int = DEFAULT_ARCH,
     target: Target = "cubin",
     options: Sequence[str] = (),
     name: str = "blest.cu",
@@ -204,13 +196,13 @@ def _resolve(item: Any) -> tuple[str, str, str]:
     return render(item), f"blest_{label}.cu", label
 
 
-def compile_ptx(spec_or_source: Any, arch: str | int = "sm_90", **kwargs: Any) -> bytes:
+def compile_ptx(spec_or_source: Any, arch: str | int = DEFAULT_ARCH, **kwargs: Any) -> bytes:
     """PTX (bytes of text) of a VariantSpec (rendered) or a CUDA source string."""
     source, name, _ = _resolve(spec_or_source)
     return compile_source(source, arch=arch, target="ptx", name=name, **kwargs)
 
 
-def compile_cubin(spec_or_source: Any, arch: str | int = "sm_90", **kwargs: Any) -> bytes:
+def compile_cubin(spec_or_source: Any, arch: str | int = DEFAULT_ARCH, **kwargs: Any) -> bytes:
     """cubin of a VariantSpec (rendered) or a CUDA source string."""
     source, name, _ = _resolve(spec_or_source)
     return compile_source(source, arch=arch, target="cubin", name=name, **kwargs)
@@ -234,7 +226,7 @@ def _mp_context() -> multiprocessing.context.BaseContext:
 def compile_many(
     items: Iterable[Any],
     *,
-    arch: str | int = "sm_90",
+    arch: str | int = DEFAULT_ARCH,
     target: Target = "cubin",
     options: Sequence[str] = (),
     max_workers: int | None = None,
@@ -311,153 +303,3 @@ def compile_many(
                     source=resolved[i][0],
                 ) from exc
     return [r for r in results if r is not None]
-
-
-# --------------------------------------------------------------------------- loading (GPU)
-class Kernel:
-    """A kernel of a loaded module: ``.function`` (``cupy.cuda.function.Function``), ``.name``,
-    ``.device_id``. Launch it with :func:`launch`."""
-
-    __slots__ = ("function", "name", "device_id", "_limits")
-
-    def __init__(self, function: Any, name: str, device_id: int):
-        self.function = function
-        self.name = name
-        self.device_id = device_id
-        self._limits: dict[tuple[int, int], int] = {}  # (threads, smem) → cooperative grid
-
-    def __repr__(self) -> str:
-        return f"Kernel({self.name!r}, device={self.device_id})"
-
-
-class LoadedModule:
-    """A cubin (or PTX, JIT-compiled by the driver) loaded on one device; ``mod["name"]`` or
-    ``mod.get_function("name")`` gives a :class:`Kernel` (``extern "C"`` names). Needs a GPU."""
-
-    def __init__(self, module: Any, device_id: int):
-        self.module = module  # keeps the CUmodule loaded
-        self.device_id = device_id
-        self._kernels: dict[str, Kernel] = {}
-
-    def get_function(self, name: str) -> Kernel:
-        kernel = self._kernels.get(name)
-        if kernel is None:
-            import cupy
-
-            with cupy.cuda.Device(self.device_id):
-                try:
-                    fn = self.module.get_function(name)
-                except cupy.cuda.driver.CUDADriverError as exc:
-                    raise KeyError(f"no kernel {name!r} in this module ({exc})") from exc
-            kernel = self._kernels[name] = Kernel(fn, name, self.device_id)
-        return kernel
-
-    __getitem__ = get_function
-
-
-def load_module(binary: bytes, device_id: int) -> LoadedModule:
-    """Load a cubin (or PTX) on ``device_id`` through ``cupy.cuda.function.Module.load``.
-
-    Needs a GPU; the binary must be for that device's arch (PTX: JIT by the driver, which must
-    be at least as new as the NVRTC that emitted it).
-    """
-    import cupy
-
-    image = bytes(binary)
-    if not image.startswith(b"\x7fELF") and not image.endswith(b"\0"):
-        image += b"\0"  # cuModuleLoadData wants NUL-terminated PTX
-    with cupy.cuda.Device(device_id):
-        module = cupy.cuda.function.Module()
-        module.load(image)
-    return LoadedModule(module, device_id)
-
-
-def _unwrap(kernel: Any) -> tuple[Any, int | None]:
-    if isinstance(kernel, Kernel):
-        return kernel.function, kernel.device_id
-    return kernel, None
-
-
-def _device(device_id: int | None) -> Any:
-    if device_id is None:
-        return contextlib.nullcontext()
-    import cupy
-
-    return cupy.cuda.Device(device_id)
-
-
-def _allow_dynamic_smem(function: Any, nbytes: int) -> None:
-    if nbytes > _STATIC_SMEM_LIMIT:  # opt in above 48 KiB, or launches / occupancy fail
-        from cupy.cuda import driver
-
-        driver.funcSetAttribute(
-            function.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes)
-        )
-
-
-def _dim3(d: int | Sequence[int]) -> tuple[int, int, int]:
-    t = (int(d),) if isinstance(d, int) else tuple(int(x) for x in d)
-    if not 1 <= len(t) <= 3 or min(t) < 1:
-        raise ValueError(f"grid/block must be 1 to 3 positive ints, got {d!r}")
-    return (*t, 1, 1)[:3]  # type: ignore[return-value]
-
-
-def max_active_blocks(kernel: Any, block_size: int, dynamic_smem: int = 0) -> int:
-    """Co-resident blocks per SM (``cuOccupancyMaxActiveBlocksPerMultiprocessor``). Needs a GPU."""
-    from cupy.cuda import driver
-
-    fn, dev = _unwrap(kernel)
-    with _device(dev):
-        _allow_dynamic_smem(fn, dynamic_smem)
-        return int(
-            driver.occupancyMaxActiveBlocksPerMultiprocessor(
-                fn.ptr, int(block_size), int(dynamic_smem)
-            )
-        )
-
-
-def max_cooperative_grid(kernel: Any, block_size: int, dynamic_smem: int = 0) -> int:
-    """Largest grid a cooperative launch accepts: blocks per SM × SMs. Needs a GPU."""
-    import cupy
-    from cupy.cuda import runtime
-
-    _, dev = _unwrap(kernel)
-    dev = cupy.cuda.Device().id if dev is None else dev
-    sms = runtime.deviceGetAttribute(runtime.cudaDevAttrMultiProcessorCount, dev)
-    return max_active_blocks(kernel, block_size, dynamic_smem) * int(sms)
-
-
-def launch(
-    kernel: Any,
-    grid: int | Sequence[int],
-    block: int | Sequence[int],
-    args: Sequence[Any],
-    shared_mem: int = 0,
-    stream: Any = None,
-    cooperative: bool = False,
-) -> None:
-    """Launch ``kernel`` (a :class:`Kernel` or a CuPy ``Function``). Needs a GPU.
-
-    ``cooperative=True`` uses ``cuLaunchCooperativeKernel`` (CuPy's
-    ``Function.__call__(grid, block, args, shared_mem, stream, enable_cooperative_groups)``),
-    after checking that the grid fits the co-resident limit: CuPy would otherwise shrink a 1-D
-    grid with a warning, which a persistent kernel must not silently get. Args follow CuPy's
-    rules: ``cupy.ndarray`` → pointer, NumPy scalars by their dtype, Python int → int64.
-    """
-    fn, dev = _unwrap(kernel)
-    g, b = _dim3(grid), _dim3(block)
-    with _device(dev):
-        _allow_dynamic_smem(fn, shared_mem)
-        if cooperative:
-            # Kernel objects remember the limit: an occupancy query per launch costs µs per BFS.
-            limits = kernel._limits if isinstance(kernel, Kernel) else {}
-            key = (math.prod(b), int(shared_mem))
-            limit = limits.get(key)
-            if limit is None:
-                limit = limits[key] = max_cooperative_grid(kernel, *key)
-            if math.prod(g) > limit:
-                raise ValueError(
-                    f"cooperative grid of {math.prod(g)} blocks exceeds the {limit} co-resident "
-                    f"blocks of {math.prod(b)} threads and {shared_mem} B dynamic shared memory"
-                )
-        fn(g, b, tuple(args), int(shared_mem), stream, bool(cooperative))

@@ -14,11 +14,15 @@ from dataclasses import dataclass
 
 import jinja2
 
+from blest.codegen.contract import CTL_FIELDS, CTL_WORDS, frontier_buffers, queue_buffers
 from blest.codegen.spec import VariantSpec
+from blest.errors import ArgumentError
 
 __all__ = [
     "render",
     "render_snippet",
+    "render_jaccard",
+    "environment",
     "KernelParam",
     "graph_params",
     "state_params",
@@ -97,18 +101,9 @@ def kernel_names(spec: VariantSpec) -> dict[str, str]:
     return names
 
 
-def frontier_buffers(spec: VariantSpec) -> int:
-    """Eager rotates F_L, F_{L+1} and F_{L-1} (being cleared); lazy updates F in place."""
-    return 3 if spec.update == "eager" else 1
-
-
-def queue_buffers(spec: VariantSpec) -> int:
-    """Rotation depth of the queue and its counters (eager resets two levels ahead)."""
-    return 4 if spec.update == "eager" else 2
-
-
 @functools.lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The jinja2 environment over ``blest/templates`` (strict: an undefined name is an error)."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("blest", "templates"),
         undefined=jinja2.StrictUndefined,
@@ -138,6 +133,8 @@ def _context(spec: VariantSpec) -> dict:
         "row_load_bytes": 4 * spec.theta,
         "frontier_buffers": frontier_buffers(spec),
         "queue_buffers": queue_buffers(spec),
+        "ctl_fields": CTL_FIELDS,
+        "ctl_words": CTL_WORDS,
         "reset_ahead": 1 if spec.update == "eager" else 0,
         "graph_fields": [(p.ctype, p.name, p.doc) for p in gp],
         "state_fields": [(p.ctype, p.name, p.doc) for p in sp],
@@ -150,7 +147,7 @@ def _context(spec: VariantSpec) -> dict:
 @functools.lru_cache(maxsize=256)
 def render(spec: VariantSpec) -> str:
     """The CUDA C++ source of ``spec``: readable, self-contained, deterministic."""
-    text = _environment().get_template("bfs.cu.j2").render(**_context(spec))
+    text = environment().get_template("bfs.cu.j2").render(**_context(spec))
     text = re.sub(r"\n{3,}", "\n\n", text)  # stable spacing whatever the include pattern
     return text.strip() + "\n"
 
@@ -161,4 +158,13 @@ def render_snippet(text: str, spec: VariantSpec) -> str:
     For probes and micro-benchmarks that reuse one concern (say ``grid_barrier.cu.j2``) outside
     a whole kernel.
     """
-    return _environment().from_string(text).render(**_context(spec)).strip() + "\n"
+    return environment().from_string(text).render(**_context(spec)).strip() + "\n"
+
+
+def render_jaccard(sigma: int, block: int, kernel_name: str) -> str:
+    """CUDA C++ of the JaccardWithWindows kernel (one thread block per window) for ``sigma`` and
+    ``block`` threads; the kernel is ``extern "C"`` ``kernel_name``."""
+    if block % 32 or not 32 <= block <= 1024:
+        raise ArgumentError(f"block must be a multiple of 32 in 32..1024, got {block}")
+    template = environment().get_template("jaccard.cu.j2")
+    return template.render(sigma=int(sigma), block=int(block), kernel_name=kernel_name)

@@ -25,6 +25,8 @@ import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 
+from blest.errors import ArgumentError
+
 __all__ = ["VariantSpec", "variants", "SPEC_FORMAT"]
 
 SPEC_FORMAT = 1
@@ -55,9 +57,9 @@ class VariantSpec:
             value = getattr(self, f.name)
             allowed = _CHOICES[f.name]
             if value not in allowed or type(value) is not type(allowed[0]):
-                raise ValueError(f"VariantSpec.{f.name} must be one of {allowed}, got {value!r}")
+                raise ArgumentError(f"VariantSpec.{f.name} must be one of {allowed}, got {value!r}")
         if self.update == "eager" and (self.dirty_sets or self.switching):
-            raise ValueError("dirty_sets and switching need update='lazy' (it owns V_next)")
+            raise ArgumentError("dirty_sets and switching need update='lazy' (it owns V_next)")
 
     # ------------------------------------------------------------------ derived
     @property
@@ -94,11 +96,13 @@ class VariantSpec:
         data = dict(data)
         fmt = data.pop("format", SPEC_FORMAT)
         if fmt != SPEC_FORMAT:
-            raise ValueError(f"unknown VariantSpec format {fmt!r} (this blest reads {SPEC_FORMAT})")
+            raise ArgumentError(
+                f"unknown VariantSpec format {fmt!r} (this blest reads {SPEC_FORMAT})"
+            )
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
-            raise ValueError(f"unknown VariantSpec fields: {sorted(unknown)}")
+            raise ArgumentError(f"unknown VariantSpec fields: {sorted(unknown)}")
         return cls(**data)
 
     @classmethod
@@ -110,7 +114,7 @@ def variants(**fixed) -> Iterator[VariantSpec]:
     """Every valid VariantSpec, optionally with some axes fixed (``variants(sigma=8)``)."""
     for key in fixed:
         if key not in _CHOICES:
-            raise ValueError(f"unknown axis {key!r}")
+            raise ArgumentError(f"unknown axis {key!r}")
     axes = {k: ((fixed[k],) if k in fixed else v) for k, v in _CHOICES.items()}
     for combo in itertools.product(*axes.values()):
         kwargs = dict(zip(axes, combo, strict=True))

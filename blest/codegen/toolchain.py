@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from blest.defaults import MIN_COMPUTE_CAPABILITY
 from blest.errors import GPUUnavailableError
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
     "INSTALL_HINT",
 ]
 
-MIN_COMPUTE_CAPABILITY = 80
 INSTALL_HINT = 'pip install "blest-bfs[cuda13]" (driver >= 580) or "blest-bfs[cuda12]"'
 _HEADERS_HINT = (
     "CUDA headers not found: pip install nvidia-cuda-runtime==13.0.* nvidia-cuda-cccl==13.0.* "

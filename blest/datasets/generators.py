@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from blest.errors import ArgumentError
 from blest.graph.core import MAX_VERTICES, Graph
 
 __all__ = ["DEFAULT_SEED", "delaunay", "grid2d", "kronecker", "random_geometric", "uniform"]
@@ -28,14 +29,14 @@ _BLOCK = 1 << 22
 def _check_scale(scale: int) -> int:
     scale = int(scale)
     if scale < 0 or (1 << scale) > MAX_VERTICES:
-        raise ValueError(f"scale must be in [0, 30], got {scale}")
+        raise ArgumentError(f"scale must be in [0, 30], got {scale}")
     return scale
 
 
 def _check_edge_factor(edge_factor: int) -> int:
     edge_factor = int(edge_factor)
     if edge_factor < 0:
-        raise ValueError(f"edge_factor must be >= 0, got {edge_factor}")
+        raise ArgumentError(f"edge_factor must be >= 0, got {edge_factor}")
     return edge_factor
 
 
@@ -69,7 +70,7 @@ def kronecker(
     scale = _check_scale(scale)
     edge_factor = _check_edge_factor(edge_factor)
     if min(a, b, c) < 0 or a + b + c > 1:
-        raise ValueError(f"need a, b, c >= 0 and a + b + c <= 1, got {a}, {b}, {c}")
+        raise ArgumentError(f"need a, b, c >= 0 and a + b + c <= 1, got {a}, {b}, {c}")
     n = 1 << scale
     m = n * edge_factor
     rng = np.random.default_rng(seed)
@@ -150,10 +151,10 @@ def delaunay(
     about 11 s and 0.8 GB peak on a 2-core machine (cache the result).
     """
     if (n_points is None) == (scale is None):
-        raise ValueError("give exactly one of n_points and scale")
+        raise ArgumentError("give exactly one of n_points and scale")
     n = (1 << _check_scale(scale)) if scale is not None else int(n_points)
     if not 3 <= n <= MAX_VERTICES:
-        raise ValueError(f"delaunay needs at least 3 points, got {n}")
+        raise ArgumentError(f"delaunay needs at least 3 points, got {n}")
     from scipy.spatial import Delaunay
 
     tri = Delaunay(_points(n, seed)).simplices.astype(np.int32, copy=False)
@@ -182,16 +183,16 @@ def random_geometric(
     Source: M. Penrose, "Random Geometric Graphs", Oxford University Press (2003).
     """
     if (radius is None) == (avg_degree is None):
-        raise ValueError("give exactly one of radius and avg_degree")
+        raise ArgumentError("give exactly one of radius and avg_degree")
     n = int(n)
     if not 0 <= n <= MAX_VERTICES:
-        raise ValueError(f"n must be in [0, {MAX_VERTICES}], got {n}")
+        raise ArgumentError(f"n must be in [0, {MAX_VERTICES}], got {n}")
     if radius is None:
         if avg_degree < 0:
-            raise ValueError(f"avg_degree must be >= 0, got {avg_degree}")
+            raise ArgumentError(f"avg_degree must be >= 0, got {avg_degree}")
         radius = math.sqrt(avg_degree / (math.pi * max(n - 1, 1)))
     if radius < 0:
-        raise ValueError(f"radius must be >= 0, got {radius}")
+        raise ArgumentError(f"radius must be >= 0, got {radius}")
     from scipy.spatial import cKDTree
 
     pairs = cKDTree(_points(n, seed)).query_pairs(float(radius), output_type="ndarray")
@@ -211,10 +212,10 @@ def grid2d(rows: int, cols: int) -> Graph:
     """
     rows, cols = int(rows), int(cols)
     if rows < 0 or cols < 0:
-        raise ValueError(f"rows and cols must be >= 0, got {rows}, {cols}")
+        raise ArgumentError(f"rows and cols must be >= 0, got {rows}, {cols}")
     n = rows * cols
     if n > MAX_VERTICES:
-        raise ValueError(f"a {rows}x{cols} grid has {n} vertices, more than {MAX_VERTICES}")
+        raise ArgumentError(f"a {rows}x{cols} grid has {n} vertices, more than {MAX_VERTICES}")
     ids = np.arange(n, dtype=np.int32).reshape(rows, cols)
     right_src = ids[:, :-1].ravel()
     down_src = ids[:-1, :].ravel()

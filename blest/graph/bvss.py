@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from blest.errors import ArgumentError
+
 __all__ = ["SIGMAS", "BVSS", "BVSSStats", "build_bvss", "u_div"]
 
 SIGMAS = (4, 8, 16, 32)
@@ -135,7 +137,7 @@ def build_bvss(graph: Any, sigma: int, *, xp: Any = None) -> BVSS:
         ``numpy`` (default) or ``cupy`` to build on the GPU; the arrays of the result live there.
     """
     if sigma not in SIGMAS:
-        raise ValueError(f"sigma must be one of {SIGMAS}, got {sigma!r}")
+        raise ArgumentError(f"sigma must be one of {SIGMAS}, got {sigma!r}")
     if xp is None or xp is np:
         return _build_numpy(graph, sigma)
     return _build_xp(graph, sigma, xp)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from blest.errors import GraphLimitError
+from blest.errors import ArgumentError, GraphLimitError
 
 __all__ = ["Graph", "CleaningReport", "MAX_VERTICES"]
 
@@ -149,7 +149,7 @@ def _as_ids(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a).ravel()
     if a.dtype.kind not in "iu":
         if a.size and not np.all(np.equal(np.mod(a, 1), 0)):
-            raise ValueError("vertex ids must be integers")
+            raise ArgumentError("vertex ids must be integers")
         a = a.astype(np.int64)
     return a
 
@@ -212,7 +212,7 @@ class Graph:
         n = int(n)
         src, dst = _as_ids(src), _as_ids(dst)
         if src.shape != dst.shape:
-            raise ValueError("src and dst must have the same length")
+            raise ArgumentError("src and dst must have the same length")
         _check_endpoints(src, dst, n)
         m = int(src.size)
         keys = _pack_keys((src, dst)) if directed else _pack_keys((src, dst), (dst, src))

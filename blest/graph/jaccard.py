@@ -1,18 +1,18 @@
 """JaccardWithWindows (Blest paper, Alg. 1): a vertex order that packs columns with overlapping
 neighbourhoods into the same slice set, so BVSS has fewer, denser slices.
 
-Reading of the paper in blest's conventions (DESIGN.md): A[i][j] = 1 iff arc j→i, so column j
-of A is the out-neighbour list of j (``out_csr`` row j); its *rows* are those out-neighbours and
-its *degree* is the out-degree. Slice set s holds the σ columns placed at positions
-[sσ, (s+1)σ), and row i costs one slice there iff some of them has i as out-neighbour: packing
-columns with common rows lowers the slice count. ``in_csr`` row r (Aᵀ) lists the columns that
-have row r.
+Reading of the paper in blest's conventions (docs/conventions.md): A[i][j] = 1 iff arc j→i, so
+column j of A is the out-neighbour list of j (``out_csr`` row j); its *rows* are those
+out-neighbours and its *degree* is the out-degree. Slice set s holds the σ columns placed at
+positions [sσ, (s+1)σ), and row i costs one slice there iff some of them has i as out-neighbour:
+packing columns with common rows lowers the slice count. ``in_csr`` row r (Aᵀ) lists the columns
+that have row r.
 
 Algorithm, for slice width ``sigma`` (σ) and window width ``window`` (W, W mod σ = 0):
 
 * The column range [0, n) is cut into windows [w_s, w_e) of W columns (the last may be short);
   each window is ordered on its own, so the permutation keeps every vertex in its window.
-* In a window, ⌈(w_e − w_s)/σ⌉ slice sets are built one after the other (the issue's
+* In a window, ⌈(w_e − w_s)/σ⌉ slice sets are built one after the other (a
   correction of the paper's floor, which drops columns when the width is not a multiple of σ);
   each takes σ unplaced columns (the last one what is left):
   - seed: the unplaced column of highest degree;
@@ -22,19 +22,19 @@ Algorithm, for slice width ``sigma`` (σ) and window width ``window`` (W, W mod 
     (found through ``in_csr``, binary-searched to the window);
   - next: argmax over Q of the Jaccard index inter / (|R| + deg(c) − inter), compared exactly
     as fractions; when Q is empty, the seed rule again.
-  Every argmax breaks ties by the lowest vertex id (the issue's second correction), so the
+  Every argmax breaks ties by the lowest vertex id (a second correction), so the
   result is one well-defined permutation.
 * Output: ``old_of_new`` = the chosen columns, window by window, in the order chosen.
 
-Implementations, all giving the identical permutation: :func:`jaccard_reference` (plain
-Python on sets, for tests), :func:`jaccard_cpu` (Numba, the optional ``jit`` extra; windows in
-parallel) and :func:`jaccard_gpu` (one thread block per window; kernel rendered from
-``templates/jaccard.cu.j2`` and compiled by NVRTC through :mod:`blest.codegen`).
-:func:`jaccard_with_windows` picks one; without a GPU and without Numba it returns RCM with a
-note (see :class:`~blest.graph.ordering.Permutation`'s ``notes``).
+Implementations, all giving the identical permutation: :func:`jaccard_reference` (plain Python on
+sets, for tests), :func:`jaccard_cpu` (Numba, the optional ``jit`` extra; windows in parallel) and
+the GPU kernel (one thread block per window; rendered from ``templates/jaccard.cu.j2``, compiled
+and launched by :mod:`blest.runtime.jaccard`). :func:`jaccard_with_windows` runs the CPU one;
+without Numba it returns RCM with a note (see :class:`~blest.graph.ordering.Permutation`'s
+``notes``).
 
-Source: D. Elbek and K. Kaya, "Blest: Blazingly Efficient BFS using Tensor Cores" (2025),
-Alg. 1 (JaccardWithWindows), with the corrections of blest issue 5.
+Source: D. Elbek and K. Kaya, "Blest: Blazingly Efficient BFS using Tensor Cores" (2025), Alg. 1
+(JaccardWithWindows), with the two corrections above.
 """
 
 from __future__ import annotations
@@ -47,26 +47,24 @@ from typing import Any
 
 import numpy as np
 
+from blest import defaults
+from blest.errors import ArgumentError
 from blest.graph.core import Graph
 
 __all__ = [
     "DEFAULT_SIGMA",
     "DEFAULT_WINDOW",
-    "KERNEL_NAME",
     "OrderingFallbackWarning",
+    "check_parameters",
     "degree_order",
     "have_numba",
     "jaccard_cpu",
-    "jaccard_gpu",
     "jaccard_reference",
     "jaccard_with_windows",
-    "render_jaccard",
 ]
 
-DEFAULT_SIGMA = 8
-DEFAULT_WINDOW = 1 << 16
-KERNEL_NAME = "blest_jaccard_windows"
-GPU_BLOCK = 512
+DEFAULT_SIGMA = defaults.DEFAULT_SIGMA
+DEFAULT_WINDOW = defaults.JACCARD_WINDOW
 NUMBA_MISSING = (
     "numba is not installed and no GPU is usable: JaccardWithWindows fell back to RCM "
     "(pip install 'blest-bfs[jit]' for the CPU path)"
@@ -77,14 +75,14 @@ class OrderingFallbackWarning(UserWarning):
     """An ordering could not run here and another one was used instead."""
 
 
-def _check(graph: Graph, sigma: int, window: int) -> tuple[int, int]:
+def check_parameters(graph: Graph, sigma: int, window: int) -> tuple[int, int]:
     sigma, window = int(sigma), int(window)
     if not 1 <= sigma <= 32:
-        raise ValueError(f"sigma must be in 1..32, got {sigma}")
+        raise ArgumentError(f"sigma must be in 1..32, got {sigma}")
     if window < sigma or window % sigma:
-        raise ValueError(f"window must be a positive multiple of sigma={sigma}, got {window}")
+        raise ArgumentError(f"window must be a positive multiple of sigma={sigma}, got {window}")
     if window >= 2**31:
-        raise ValueError(f"window must be below 2**31, got {window}")
+        raise ArgumentError(f"window must be below 2**31, got {window}")
     return sigma, window
 
 
@@ -108,7 +106,7 @@ def jaccard_reference(
     Recomputes every |col(c) ∩ R| from scratch at every step: independent of the incremental
     bookkeeping the fast paths use.
     """
-    sigma, window = _check(graph, sigma, window)
+    sigma, window = check_parameters(graph, sigma, window)
     n = graph.n
     cols = [
         frozenset(graph.out_idx[graph.out_ptr[j] : graph.out_ptr[j + 1]].tolist()) for j in range(n)
@@ -251,7 +249,7 @@ def jaccard_cpu(
 
     Raises ImportError when Numba is missing (``pip install 'blest-bfs[jit]'``).
     """
-    sigma, window = _check(graph, sigma, window)
+    sigma, window = check_parameters(graph, sigma, window)
     if graph.n == 0:
         return np.zeros(0, dtype=np.int32)
     kernel = _numba_kernels()
@@ -267,110 +265,21 @@ def jaccard_cpu(
     )
 
 
-# --------------------------------------------------------------------------- GPU
-def render_jaccard(sigma: int = DEFAULT_SIGMA, block: int = GPU_BLOCK) -> str:
-    """CUDA C++ of the per-window greedy kernel (``KERNEL_NAME``) for ``sigma`` and ``block``."""
-    from blest.codegen.render import _environment
-
-    if block % 32 or not 32 <= block <= 1024:
-        raise ValueError(f"block must be a multiple of 32 in 32..1024, got {block}")
-    template = _environment().get_template("jaccard.cu.j2")
-    return template.render(sigma=int(sigma), block=int(block), kernel_name=KERNEL_NAME)
-
-
-def jaccard_gpu(
-    graph: Graph,
-    sigma: int = DEFAULT_SIGMA,
-    window: int = DEFAULT_WINDOW,
-    *,
-    device: int | None = None,
-    block: int = GPU_BLOCK,
-) -> np.ndarray:
-    """``old_of_new`` on the GPU: one thread block per window (needs CuPy and an sm_80+ GPU)."""
-    sigma, window = _check(graph, sigma, window)
-    n = graph.n
-    if n == 0:
-        return np.zeros(0, dtype=np.int32)
-    from blest.codegen.compile import compile_source, launch, load_module
-    from blest.codegen.toolchain import require_gpu
-
-    device_id, arch, _ = require_gpu(device)
-    binary = compile_source(render_jaccard(sigma, block), arch=arch, name="blest_jaccard.cu")
-    kernel = load_module(binary, device_id).get_function(KERNEL_NAME)
-
-    import cupy
-
-    with cupy.cuda.Device(device_id):
-        out_ptr = cupy.asarray(graph.out_ptr, dtype=cupy.int64)
-        out_idx = cupy.asarray(graph.out_idx, dtype=cupy.int32)
-        if graph.in_idx is graph.out_idx and graph.in_ptr is graph.out_ptr:
-            in_ptr, in_idx = out_ptr, out_idx  # undirected: shared arrays, one upload
-        else:
-            in_ptr = cupy.asarray(graph.in_ptr, dtype=cupy.int64)
-            in_idx = cupy.asarray(graph.in_idx, dtype=cupy.int32)
-        by_degree = cupy.asarray(degree_order(graph, window))
-        inter = cupy.zeros(n, dtype=cupy.int32)
-        placed = cupy.zeros(n, dtype=cupy.uint8)
-        queue = cupy.zeros(n, dtype=cupy.int32)
-        old_of_new = cupy.full(n, -1, dtype=cupy.int32)
-        n_windows = -(-n // window)
-        launch(
-            kernel,
-            n_windows,
-            block,
-            (
-                out_ptr,
-                out_idx,
-                in_ptr,
-                in_idx,
-                by_degree,
-                inter,
-                placed,
-                queue,
-                old_of_new,
-                np.int32(n),
-                np.int32(window),
-            ),
-        )
-        result = cupy.asnumpy(old_of_new)
-    return result
-
-
 # --------------------------------------------------------------------------- dispatch
 def jaccard_with_windows(
-    graph: Graph,
-    sigma: int = DEFAULT_SIGMA,
-    window: int = DEFAULT_WINDOW,
-    *,
-    device: int | str | None = None,
+    graph: Graph, sigma: int = DEFAULT_SIGMA, window: int = DEFAULT_WINDOW
 ) -> Any:
-    """The JaccardWithWindows :class:`~blest.graph.ordering.Permutation` of ``graph``.
+    """The JaccardWithWindows :class:`~blest.graph.ordering.Permutation` of ``graph`` on the CPU.
 
-    ``device``: ``None`` = the GPU when one is usable, else the CPU (Numba); ``"cpu"`` = the
-    CPU; an int = that GPU. When the CPU path is chosen but Numba is missing, the result is
-    RCM, named ``"rcm"``, with a one-line note in ``notes`` (also issued as an
-    :class:`OrderingFallbackWarning`).
+    Runs :func:`jaccard_cpu` (Numba). Without Numba the result is RCM, named ``"rcm"``, with a
+    one-line note in ``notes`` (also issued as an :class:`OrderingFallbackWarning`). The GPU
+    kernel is dispatched by :func:`blest.runtime.ordering.compute_ordering`.
     """
     from blest.graph.ordering import Permutation, rcm
 
-    _check(graph, sigma, window)
-    if device is None:
-        from blest.codegen.toolchain import have_gpu
-
-        if have_gpu():
-            import cupy
-
-            device = int(cupy.cuda.Device().id)  # the current device
-        else:
-            device = "cpu"
-    if device == "cpu":
-        if not have_numba():
-            warnings.warn(NUMBA_MISSING, OrderingFallbackWarning, stacklevel=2)
-            fallback = rcm(graph)
-            return Permutation(fallback.new_of_old, fallback.old_of_new, "rcm", (NUMBA_MISSING,))
-        old_of_new = jaccard_cpu(graph, sigma, window)
-    elif isinstance(device, str):
-        raise ValueError(f"device must be None, 'cpu' or a GPU index, got {device!r}")
-    else:
-        old_of_new = jaccard_gpu(graph, sigma, window, device=int(device))
-    return Permutation.from_old_of_new(old_of_new, "jaccard")
+    check_parameters(graph, sigma, window)
+    if not have_numba():
+        warnings.warn(NUMBA_MISSING, OrderingFallbackWarning, stacklevel=2)
+        fallback = rcm(graph)
+        return Permutation(fallback.new_of_old, fallback.old_of_new, "rcm", (NUMBA_MISSING,))
+    return Permutation.from_old_of_new(jaccard_cpu(graph, sigma, window), "jaccard")

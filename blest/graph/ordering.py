@@ -19,6 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
+from blest.defaults import DEFAULT_SIGMA, JACCARD_WINDOW
+from blest.errors import ArgumentError
 from blest.graph.core import Graph
 
 __all__ = ["Permutation", "identity", "rcm", "permute_graph", "compute_ordering", "ORDERINGS"]
@@ -46,7 +48,7 @@ class Permutation:
         new_of_old = np.full(n, -1, dtype=np.int32)
         new_of_old[old_of_new] = np.arange(n, dtype=np.int32)
         if (new_of_old < 0).any():
-            raise ValueError("old_of_new is not a permutation")
+            raise ArgumentError("old_of_new is not a permutation")
         return cls(new_of_old, old_of_new, name)
 
     @property
@@ -74,17 +76,16 @@ def compute_ordering(
     graph: Graph,
     name: str,
     *,
-    sigma: int = 8,
-    window: int = 1 << 16,
-    device: int | str | None = None,
+    sigma: int = DEFAULT_SIGMA,
+    window: int = JACCARD_WINDOW,
     W: int | None = None,
 ) -> Permutation:
-    """The permutation of ordering ``name`` (one of :data:`ORDERINGS`).
+    """The permutation of ordering ``name`` (one of :data:`ORDERINGS`), on the CPU.
 
     ``sigma`` and ``window`` (alias ``W``, the config's key) parametrize JaccardWithWindows;
-    ``device`` picks its implementation (``None``: GPU if usable, else CPU; ``"cpu"``; a GPU
-    index). Without a GPU and without Numba, "jaccard" returns RCM with a note (see
+    without Numba, "jaccard" returns RCM with a note (see
     :func:`blest.graph.jaccard.jaccard_with_windows`); ``natural`` and ``rcm`` ignore them.
+    :func:`blest.runtime.ordering.compute_ordering` adds the GPU kernel.
     """
     if name == "natural":
         return identity(graph.n)
@@ -93,8 +94,8 @@ def compute_ordering(
     if name == "jaccard":
         from blest.graph.jaccard import jaccard_with_windows
 
-        return jaccard_with_windows(graph, sigma, window if W is None else W, device=device)
-    raise ValueError(f"unknown ordering {name!r}; known: {', '.join(ORDERINGS)}")
+        return jaccard_with_windows(graph, sigma, window if W is None else W)
+    raise ArgumentError(f"unknown ordering {name!r}; known: {', '.join(ORDERINGS)}")
 
 
 def permute_graph(graph: Graph, perm: Permutation) -> Graph:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from blest.errors import ArgumentError
 from blest.reference.bitmaps import (
     bitmap_to_bool,
     bits_set,
@@ -73,7 +74,7 @@ class EmulatorResult:
     @property
     def directions(self) -> list[str | None]:
         if self.states is None:
-            raise ValueError("states were not recorded (record=False)")
+            raise ArgumentError("states were not recorded (record=False)")
         return [s.direction for s in self.states]
 
 
@@ -82,19 +83,19 @@ def _in_adjacency(graph_or_in_csr: Any, n: int) -> tuple[np.ndarray, np.ndarray]
     g = graph_or_in_csr
     if hasattr(g, "in_ptr") and hasattr(g, "in_idx"):
         if int(g.n) != n:
-            raise ValueError(f"graph has {g.n} vertices but the BVSS has {n}")
+            raise ArgumentError(f"graph has {g.n} vertices but the BVSS has {n}")
         return np.asarray(g.in_ptr, dtype=np.int64), np.asarray(g.in_idx, dtype=np.int64)
     if hasattr(g, "tocsr"):
         m = g.tocsr()
         if m.shape != (n, n):
-            raise ValueError(f"in_csr has shape {m.shape}, expected ({n}, {n})")
+            raise ArgumentError(f"in_csr has shape {m.shape}, expected ({n}, {n})")
         if not m.has_sorted_indices:
             m = m.sorted_indices()
         return np.asarray(m.indptr, dtype=np.int64), np.asarray(m.indices, dtype=np.int64)
     ptr, idx = g
     ptr = np.asarray(ptr, dtype=np.int64)
     if ptr.shape != (n + 1,):
-        raise ValueError(f"in_ptr must have n + 1 = {n + 1} entries, got {ptr.shape}")
+        raise ArgumentError(f"in_ptr must have n + 1 = {n + 1} entries, got {ptr.shape}")
     return ptr, np.asarray(idx, dtype=np.int64)
 
 
@@ -169,24 +170,24 @@ def emulate_bfs(
         Keep a copy of every level's state.
     """
     if update not in ("eager", "lazy"):
-        raise ValueError(f"update must be 'eager' or 'lazy', got {update!r}")
+        raise ArgumentError(f"update must be 'eager' or 'lazy', got {update!r}")
     if queue not in ("vss", "sweep"):
-        raise ValueError(f"queue must be 'vss' or 'sweep', got {queue!r}")
+        raise ArgumentError(f"queue must be 'vss' or 'sweep', got {queue!r}")
     if update == "eager" and (switching or dirty_sets):
-        raise ValueError("dirty_sets and switching need update='lazy' (it owns V_next)")
+        raise ArgumentError("dirty_sets and switching need update='lazy' (it owns V_next)")
     if depth_limit is not None and int(depth_limit) < 0:
-        raise ValueError(f"depth_limit must be >= 0, got {depth_limit}")
+        raise ArgumentError(f"depth_limit must be >= 0, got {depth_limit}")
     b = bvss.to_numpy()
     sigma, n = int(b.sigma), int(b.n)
     if sigma not in SIGMAS:
-        raise ValueError(f"unsupported sigma {sigma}")
+        raise ArgumentError(f"unsupported sigma {sigma}")
     if hasattr(graph_or_in_csr, "n") and int(graph_or_in_csr.n) != n:
-        raise ValueError(f"graph has {graph_or_in_csr.n} vertices but the BVSS has {n}")
+        raise ArgumentError(f"graph has {graph_or_in_csr.n} vertices but the BVSS has {n}")
     src = check_source(src, n)
     lazy = update == "lazy"
     if switching:
         if graph_or_in_csr is None:
-            raise ValueError("switching needs the in-adjacency (a Graph or in_csr)")
+            raise ArgumentError("switching needs the in-adjacency (a Graph or in_csr)")
         in_ptr, in_idx = _in_adjacency(graph_or_in_csr, n)
 
     n_sets, nv, tau = b.n_slice_sets, b.n_vss, b.tau
@@ -278,7 +279,7 @@ def emulate_spec(
     """:func:`emulate_bfs` with the options of a :class:`blest.VariantSpec` (launch is
     irrelevant to the per-level semantics)."""
     if int(spec.sigma) != int(bvss.sigma):
-        raise ValueError(f"spec has sigma={spec.sigma} but the BVSS was built at {bvss.sigma}")
+        raise ArgumentError(f"spec has sigma={spec.sigma} but the BVSS was built at {bvss.sigma}")
     return emulate_bfs(
         bvss,
         graph,

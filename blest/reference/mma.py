@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from blest.errors import ArgumentError
 from blest.reference.bitmaps import popcount32
 
 __all__ = [
@@ -43,18 +44,18 @@ def _as_words(x: Any, what: str, lanes: bool = True) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype != np.uint32:
         if arr.size and arr.dtype.kind not in "iu":
-            raise TypeError(f"{what} must hold integer words, got dtype {arr.dtype}")
+            raise ArgumentError(f"{what} must hold integer words, got dtype {arr.dtype}")
         if arr.size and (int(arr.min()) < 0 or int(arr.max()) > 0xFFFFFFFF):
-            raise ValueError(f"{what} must hold 32-bit unsigned words")
+            raise ArgumentError(f"{what} must hold 32-bit unsigned words")
         arr = arr.astype(np.uint32)
     if lanes and (arr.ndim == 0 or arr.shape[-1] != 32):
-        raise ValueError(f"{what} must have a last axis of 32 lanes, got shape {arr.shape}")
+        raise ArgumentError(f"{what} must have a last axis of 32 lanes, got shape {arr.shape}")
     return arr
 
 
 def _check_sigma(sigma: int) -> int:
     if sigma not in SIGMAS:
-        raise ValueError(f"sigma must be one of {SIGMAS}, got {sigma!r}")
+        raise ArgumentError(f"sigma must be one of {SIGMAS}, got {sigma!r}")
     return int(sigma)
 
 
@@ -81,9 +82,9 @@ def mma_m8n8k128_and_popc(a: Any, b: Any, c: Any = None) -> np.ndarray:
     if c is not None:
         c = np.asarray(c)
         if c.dtype.kind not in "iu":
-            raise TypeError(f"c must be an integer array, got dtype {c.dtype}")
+            raise ArgumentError(f"c must be an integer array, got dtype {c.dtype}")
         if c.ndim < 2 or c.shape[-2:] != (32, 2):
-            raise ValueError(f"c must have trailing shape (32, 2), got {c.shape}")
+            raise ArgumentError(f"c must have trailing shape (32, 2), got {c.shape}")
         with np.errstate(over="ignore"):
             d = (d.astype(np.int64) + c.astype(np.int64)).astype(np.int32)  # s32 wraps
     return d
@@ -99,7 +100,7 @@ def a_fragment(mask_words: Any, sigma: int, round: int) -> np.ndarray:
     the whole word for sigma >= 16. ``mask_words``: (..., 32) uint32 (one VSS per row)."""
     sigma = _check_sigma(sigma)
     if not 0 <= int(round) < n_rounds(sigma):
-        raise ValueError(f"round must be in 0..{n_rounds(sigma) - 1} for sigma={sigma}")
+        raise ArgumentError(f"round must be in 0..{n_rounds(sigma) - 1} for sigma={sigma}")
     m = _as_words(mask_words, "mask_words")
     if sigma >= 16:
         return m.copy()
@@ -113,7 +114,7 @@ def b_fragment(alpha: Any, sigma: int) -> np.ndarray:
     sigma = _check_sigma(sigma)
     alpha = _as_words(alpha, "alpha", lanes=False)
     if sigma < 32 and alpha.size and int(alpha.max()) >> sigma:
-        raise ValueError(f"alpha must be a {sigma}-bit value (< 2**{sigma})")
+        raise ArgumentError(f"alpha must be a {sigma}-bit value (< 2**{sigma})")
     out = np.zeros(alpha.shape + (32,), dtype=np.uint32)
     out[..., list(B_ALPHA_LANES)] = alpha[..., None]
     if sigma < 32:

@@ -15,23 +15,26 @@ from typing import Any
 import numpy as np
 from scipy.sparse.csgraph import breadth_first_order
 
+from blest.errors import ArgumentError, VertexError
+
 __all__ = ["bfs_levels", "check_source", "tree_depths"]
 
 
 def check_source(src: Any, n: int) -> int:
-    """``src`` as a Python int, or ValueError (not an integer) / IndexError (out of range)."""
+    """``src`` as a Python int; :class:`~blest.errors.ArgumentError` (not an integer) or
+    :class:`~blest.errors.VertexError` (out of range)."""
     if isinstance(src, (bool, np.bool_)):
-        raise ValueError(f"source vertex must be an integer id, got the boolean {src!r}")
+        raise ArgumentError(f"source vertex must be an integer id, got the boolean {src!r}")
     try:
         s = operator.index(src)
     except TypeError:
-        raise ValueError(
+        raise ArgumentError(
             f"source vertex must be an integer id, got {src!r} ({type(src).__name__})"
         ) from None
     if n <= 0:
-        raise IndexError(f"source vertex {s} is out of range: the graph has no vertices")
+        raise VertexError(f"source vertex {s} is out of range: the graph has no vertices")
     if not 0 <= s < n:
-        raise IndexError(
+        raise VertexError(
             f"source vertex {s} is out of range for a graph of {n} vertices (ids 0..{n - 1})"
         )
     return s

@@ -1,4 +1,5 @@
-"""The prepared artifact: everything an engine needs, so the source graph may be gone.
+"""The prepared artifact: a :class:`~blest.graph.prepared.Prepared` graph on disk, so that an
+engine can be built while the source graph is gone.
 
 One uncompressed ``.npz`` (written atomically) holding
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import os
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,24 +26,13 @@ from blest.errors import ConfigError
 from blest.graph.bvss import BVSS
 from blest.graph.core import CleaningReport, Graph
 from blest.graph.ordering import Permutation
+from blest.graph.prepared import Prepared
 from blest.tuning.files import atomic_write
 
 __all__ = ["ARTIFACT_FORMAT", "ARTIFACT_VERSION", "Prepared", "save_artifact", "load_artifact"]
 
 ARTIFACT_FORMAT = "blest-prepared"
 ARTIFACT_VERSION = 1
-
-
-@dataclass(frozen=True, eq=False)
-class Prepared:
-    """A graph prepared for one variant: user-id graph, ordering, reordered in_csr, BVSS."""
-
-    graph: Graph
-    ordering: str
-    permutation: Permutation
-    in_ptr: np.ndarray  # in_csr of the reordered graph
-    in_idx: np.ndarray
-    bvss: BVSS  # NumPy arrays, built from the reordered graph
 
 
 def save_artifact(path: str | os.PathLike[str], prep: Prepared) -> Path:

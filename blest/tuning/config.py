@@ -1,15 +1,17 @@
 """TunedConfig: the versioned JSON ``blest-tune`` writes and :func:`blest.load_tuned` reads.
 
-Fields (DESIGN.md, "Tuned config"): format version; the cleaned graph's content hash, n, arcs,
-directedness and source path (informational); the preparation (ordering, W, sigma and its
-statistics and times); the prepared artifact's path (relative to the config's directory) and
-SHA-256; the chosen VariantSpec, eta and launch geometry; the GPU it was tuned on (or null);
-``tuned`` (false when the paper's rules chose without timing); notes; the full timing table and
-the held-out report.
+Sections, each a typed record: the cleaned graph (:class:`GraphInfo`: content hash, n, arcs,
+directedness, source path), the preparation (:class:`PreparationInfo`: ordering, W, sigma and
+its statistics and times), the prepared artifact (path relative to the config's directory, and
+its SHA-256), the chosen variant, eta and launch geometry, the GPU it was tuned on
+(:class:`GPUInfo`, or null), ``tuned`` (false when the paper's rules chose without timing), notes,
+and the timing table and held-out report (free-form measurement tables). Reading validates every
+field and names the one that is wrong; writing does not change the object.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import math
@@ -18,14 +20,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blest._version import __version__
 from blest.codegen.spec import VariantSpec
 from blest.errors import ConfigError
+from blest.runtime.protocol import Geometry
 from blest.tuning.files import atomic_write
 
-__all__ = ["CONFIG_FORMAT", "CONFIG_VERSION", "TunedConfig", "default_outputs", "retune_hint"]
+__all__ = [
+    "CONFIG_FORMAT",
+    "CONFIG_VERSION",
+    "GPUInfo",
+    "GraphInfo",
+    "PreparationInfo",
+    "TunedConfig",
+    "default_outputs",
+    "retune_hint",
+]
 
 CONFIG_FORMAT = "blest-tuned-config"
-CONFIG_VERSION = 1
+CONFIG_VERSION = 2
 _GRAPH_SUFFIXES = (".gz", ".mtx", ".mm", ".txt", ".csv", ".tsv", ".el", ".edges", ".edgelist")
 
 
@@ -65,26 +78,173 @@ def _plain(x: Any) -> Any:
     return x
 
 
+# ---------------------------------------------------------------------- field parsing
+class _Fields:
+    """Typed access to one JSON object; every error names ``section.key``."""
+
+    def __init__(self, data: Any, section: str) -> None:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{section} must be an object, got {type(data).__name__}")
+        self.data, self.section = data, section
+
+    def _bad(self, key: str, want: str) -> ConfigError:
+        value = self.data.get(key, "<missing>")
+        return ConfigError(f"{self.section}.{key} must be {want}, got {value!r}")
+
+    def int(self, key: str, *, minimum: int = 0, optional: bool = False) -> Any:
+        v = self.data.get(key)
+        if v is None and optional:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+            raise self._bad(key, f"an integer >= {minimum}")
+        return v
+
+    def float(self, key: str, *, optional: bool = False) -> Any:
+        v = self.data.get(key)
+        if v is None and optional:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise self._bad(key, "a finite number")
+        return float(v)
+
+    def str(self, key: str, *, optional: bool = False) -> Any:
+        v = self.data.get(key)
+        if v is None and optional:
+            return None
+        if not isinstance(v, str):
+            raise self._bad(key, "a string")
+        return v
+
+    def bool(self, key: str) -> bool:
+        v = self.data.get(key)
+        if not isinstance(v, bool):
+            raise self._bad(key, "true or false")
+        return v
+
+    def dict(self, key: str) -> dict[str, Any]:
+        v = self.data.get(key) or {}
+        if not isinstance(v, dict):
+            raise self._bad(key, "an object")
+        return dict(v)
+
+
+# ---------------------------------------------------------------------- sections
+@dataclass
+class GraphInfo:
+    """The cleaned graph a config was tuned for."""
+
+    hash: str
+    n: int
+    arcs: int
+    directed: bool
+    isolated: int = 0
+    source: str | None = None
+    self_loops_dropped: int = 0
+    duplicates_dropped: int = 0
+
+    @classmethod
+    def from_dict(cls, data: Any) -> GraphInfo:
+        f = _Fields(data, "graph")
+        return cls(
+            hash=f.str("hash"),
+            n=f.int("n", minimum=1),
+            arcs=f.int("arcs"),
+            directed=f.bool("directed"),
+            isolated=f.int("isolated", optional=True) or 0,
+            source=f.str("source", optional=True),
+            self_loops_dropped=f.int("self_loops_dropped", optional=True) or 0,
+            duplicates_dropped=f.int("duplicates_dropped", optional=True) or 0,
+        )
+
+
+@dataclass
+class PreparationInfo:
+    """How the graph was prepared: ordering and the BVSS statistics at the chosen sigma."""
+
+    ordering: str
+    sigma: int
+    W: int | None = None
+    default_ordering: str | None = None
+    u_div_sigma8: float = 0.0
+    u_div: float = 0.0
+    compression_ratio: float = 0.0
+    n_vss: int = 0
+    real_slices: int = 0
+    bvss_bytes: int = 0
+    seconds: dict[str, Any] = field(default_factory=dict)
+    load_seconds: float | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any) -> PreparationInfo:
+        f = _Fields(data, "preparation")
+        return cls(
+            ordering=f.str("ordering"),
+            sigma=f.int("sigma", minimum=1),
+            W=f.int("W", minimum=1, optional=True),
+            default_ordering=f.str("default_ordering", optional=True),
+            u_div_sigma8=f.float("u_div_sigma8", optional=True) or 0.0,
+            u_div=f.float("u_div", optional=True) or 0.0,
+            compression_ratio=f.float("compression_ratio", optional=True) or 0.0,
+            n_vss=f.int("n_vss", optional=True) or 0,
+            real_slices=f.int("real_slices", optional=True) or 0,
+            bvss_bytes=f.int("bvss_bytes", optional=True) or 0,
+            seconds=f.dict("seconds"),
+            load_seconds=f.float("load_seconds", optional=True),
+        )
+
+
+@dataclass
+class GPUInfo:
+    """The GPU a config was tuned on."""
+
+    name: str
+    compute_capability: str
+    arch: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Any) -> GPUInfo | None:
+        if data is None:
+            return None
+        f = _Fields(data, "gpu")
+        return cls(f.str("name"), f.str("compute_capability"), f.str("arch", optional=True) or "")
+
+
+def _geometry(data: Any) -> Geometry:
+    f = _Fields(data, "launch_geometry")
+    try:
+        return Geometry(
+            block_size=f.int("block_size", minimum=32),
+            blocks_per_sm=f.int("blocks_per_sm", minimum=1, optional=True),
+            grid_blocks=f.int("grid_blocks", minimum=1, optional=True),
+            small_queue=f.int("small_queue", optional=True),
+        )
+    except ValueError as exc:
+        raise ConfigError(f"launch_geometry: {exc}") from None
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+# ---------------------------------------------------------------------- the config
 @dataclass
 class TunedConfig:
     """A tuned (or paper-rule) choice for one graph. ``path`` is where it was read from."""
 
-    graph: dict[str, Any]  # hash, n, arcs, directed, isolated, source
-    preparation: dict[str, Any]  # ordering, W, sigma, u_div, compression_ratio, seconds
+    graph: GraphInfo
+    preparation: PreparationInfo
     artifact: str  # path of the .npz, relative to the config's directory when possible
     artifact_sha256: str
     spec: VariantSpec
     eta: float
-    block_size: int = 256
-    blocks_per_sm: int | None = None
-    small_queue: int | None = None
-    gpu: dict[str, Any] | None = None  # {"name", "compute_capability"}
+    geometry: Geometry = field(default_factory=Geometry)
+    gpu: GPUInfo | None = None
     tuned: bool = False
     notes: list[str] = field(default_factory=list)
     timing: dict[str, Any] = field(default_factory=dict)
     report: dict[str, Any] | None = None
-    blest_version: str = ""
-    created: str = ""
+    blest_version: str = __version__
+    created: str = field(default_factory=_now)
     path: Path | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ paths
@@ -98,35 +258,25 @@ class TunedConfig:
 
     @property
     def hint(self) -> str:
-        return retune_hint(self.graph.get("source"), self.path)
+        return retune_hint(self.graph.source, self.path)
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
-        from blest import __version__
-
-        if not self.blest_version:
-            self.blest_version = __version__
-        if not self.created:
-            now = datetime.datetime.now(datetime.timezone.utc)
-            self.created = now.isoformat(timespec="seconds")
+        """The JSON object (the config itself is not changed)."""
         return {
             "format": CONFIG_FORMAT,
             "version": CONFIG_VERSION,
             "blest_version": self.blest_version,
             "created": self.created,
             "tuned": self.tuned,
-            "graph": self.graph,
-            "preparation": self.preparation,
+            "graph": dataclasses.asdict(self.graph),
+            "preparation": dataclasses.asdict(self.preparation),
             "artifact": {"path": self.artifact, "sha256": self.artifact_sha256},
             "variant": self.spec.to_dict(),
             "variant_name": self.spec.name,
             "eta": self.eta,
-            "launch_geometry": {
-                "block_size": self.block_size,
-                "blocks_per_sm": self.blocks_per_sm,
-                "small_queue": self.small_queue,
-            },
-            "gpu": self.gpu,
+            "launch_geometry": dataclasses.asdict(self.geometry),
+            "gpu": None if self.gpu is None else dataclasses.asdict(self.gpu),
             "notes": list(self.notes),
             "timing": self.timing,
             "report": self.report,
@@ -137,8 +287,9 @@ class TunedConfig:
         where = str(path) if path is not None else "tuned config"
         if not isinstance(data, dict) or data.get("format") != CONFIG_FORMAT:
             raise ConfigError(f"{where} is not a blest tuned config")
-        source = (data.get("graph") or {}).get("source") if isinstance(data, dict) else None
-        hint = retune_hint(source, path)
+        graph = data.get("graph")
+        source = graph.get("source") if isinstance(graph, dict) else None
+        hint = retune_hint(source if isinstance(source, str) else None, path)
         version = data.get("version")
         if version != CONFIG_VERSION:
             raise ConfigError(
@@ -146,34 +297,42 @@ class TunedConfig:
                 f"{CONFIG_VERSION}: {hint}"
             )
         try:
-            geom = data["launch_geometry"]
-            art = data["artifact"]
-            cfg = cls(
-                graph=dict(data["graph"]),
-                preparation=dict(data["preparation"]),
-                artifact=str(art["path"]),
-                artifact_sha256=str(art["sha256"]),
-                spec=VariantSpec.from_dict(data["variant"]),
-                eta=float(data["eta"]),
-                block_size=int(geom["block_size"]),
-                blocks_per_sm=None if geom["blocks_per_sm"] is None else int(geom["blocks_per_sm"]),
-                small_queue=None if geom["small_queue"] is None else int(geom["small_queue"]),
-                gpu=data.get("gpu"),
-                tuned=bool(data["tuned"]),
-                notes=[str(x) for x in data.get("notes", [])],
-                timing=dict(data.get("timing") or {}),
-                report=data.get("report"),
-                blest_version=str(data.get("blest_version", "")),
-                created=str(data.get("created", "")),
-                path=path,
-            )
-            for key in ("hash", "n", "arcs", "directed"):
-                cfg.graph[key]  # noqa: B018 - presence check
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(
-                f"{where} is malformed ({type(exc).__name__}: {exc}): {hint}"
-            ) from None
-        return cfg
+            return cls._parse(data, path)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}: {hint}") from None
+
+    @classmethod
+    def _parse(cls, data: dict[str, Any], path: Path | None) -> TunedConfig:
+        top = _Fields(data, "config")
+        art = _Fields(data.get("artifact"), "artifact")
+        try:
+            spec = VariantSpec.from_dict(data.get("variant"))
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"variant is invalid ({exc})") from None
+        eta = data.get("eta")
+        if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not eta >= 0:
+            raise ConfigError(f"config.eta must be a number >= 0, got {eta!r}")
+        notes = data.get("notes") or []
+        if not isinstance(notes, list):
+            raise ConfigError("config.notes must be a list")
+        report = data.get("report")
+        return cls(
+            graph=GraphInfo.from_dict(data.get("graph")),
+            preparation=PreparationInfo.from_dict(data.get("preparation")),
+            artifact=art.str("path"),
+            artifact_sha256=art.str("sha256"),
+            spec=spec,
+            eta=float(eta),
+            geometry=_geometry(data.get("launch_geometry")),
+            gpu=GPUInfo.from_dict(data.get("gpu")),
+            tuned=top.bool("tuned"),
+            notes=[str(x) for x in notes],
+            timing=top.dict("timing"),
+            report=report if isinstance(report, dict) else None,
+            blest_version=top.str("blest_version", optional=True) or "",
+            created=top.str("created", optional=True) or "",
+            path=path,
+        )
 
     def write(self, path: str | os.PathLike[str]) -> Path:
         """Write atomically (temporary file + os.replace); returns the path."""

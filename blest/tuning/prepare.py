@@ -1,9 +1,8 @@
-"""Preparation: the ordering (looked up by name), the reordered graph and its BVSS per sigma.
+"""Preparation for tuning: an ordering (by name), the reordered graph and its BVSS per sigma.
 
-Orderings come from :mod:`blest.graph.ordering`: ``compute_ordering(graph, name, **kw)`` when it
-offers one, else the names this module knows (natural, rcm). The default follows the paper
-(scale-free-like → JaccardWithWindows with W = 2^16, else RCM) through
-:mod:`blest.graph.classify` when present; every fallback is returned as a note.
+The default ordering follows the paper: scale-free-like graphs get JaccardWithWindows
+(W = 2^16), others RCM (:func:`blest.graph.classify.default_ordering`). An ordering that cannot
+run here (JaccardWithWindows without a GPU and without Numba) is replaced, and the notes say so.
 """
 
 from __future__ import annotations
@@ -15,23 +14,24 @@ from typing import Any
 
 import numpy as np
 
+from blest.defaults import JACCARD_WINDOW
 from blest.errors import BlestError
-from blest.graph import ordering as _ordering
 from blest.graph.bvss import BVSS, build_bvss
+from blest.graph.classify import default_ordering
 from blest.graph.core import Graph
-from blest.graph.ordering import Permutation, permute_graph
+from blest.graph.ordering import ORDERINGS, Permutation, permute_graph
+from blest.graph.prepared import Prepared
+from blest.runtime.ordering import compute_ordering
 
 __all__ = [
-    "JACCARD_W",
     "OrderingUnavailable",
     "available_orderings",
-    "compute_ordering",
     "default_ordering",
+    "ordering_kwargs",
     "Preparation",
     "prepare",
+    "prepare_with_fallback",
 ]
-
-JACCARD_W = 1 << 16
 
 
 class OrderingUnavailable(BlestError):
@@ -39,49 +39,29 @@ class OrderingUnavailable(BlestError):
 
 
 def available_orderings() -> tuple[str, ...]:
-    """Ordering names :mod:`blest.graph.ordering` offers (natural and rcm at least)."""
-    names = tuple(getattr(_ordering, "ORDERINGS", ("natural", "rcm")))
-    return names if "natural" in names else ("natural", *names)
+    """Ordering names blest offers."""
+    return ORDERINGS
 
 
-def ordering_kwargs(name: str, sigma: int = 8) -> dict[str, Any]:
+def ordering_kwargs(name: str, sigma: int) -> dict[str, Any]:
     """Parameters recorded with an ordering (W and sigma for JaccardWithWindows)."""
-    return {"W": JACCARD_W, "sigma": sigma} if name == "jaccard" else {}
+    return {"W": JACCARD_WINDOW, "sigma": sigma} if name == "jaccard" else {}
 
 
-def compute_ordering(graph: Graph, name: str, **kw: Any) -> Permutation:
+def _ordering(graph: Graph, name: str, **kw: Any) -> Permutation:
     """The permutation of ordering ``name``; :class:`OrderingUnavailable` when it cannot run.
 
     The result's ``name`` is the ordering actually computed (a fallback may differ) and its
-    ``notes`` (when the ordering module gives them) say why; fallback warnings are not shown.
+    ``notes`` say why; fallback warnings are not shown.
     """
-    if name not in available_orderings():
-        known = ", ".join(available_orderings())
-        raise OrderingUnavailable(f"ordering {name!r} is not available in this blest ({known})")
-    fn = getattr(_ordering, "compute_ordering", None)
-    if fn is None:
-        return _ordering.identity(graph.n) if name == "natural" else _ordering.rcm(graph)
+    if name not in ORDERINGS:
+        raise OrderingUnavailable(f"unknown ordering {name!r} (available: {', '.join(ORDERINGS)})")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # fallbacks are reported through Permutation.notes
-            return fn(graph, name, **kw)
+            return compute_ordering(graph, name, **kw)
     except (ImportError, RuntimeError, BlestError) as exc:
         raise OrderingUnavailable(f"ordering {name!r} is unavailable here ({exc})") from exc
-
-
-def default_ordering(graph: Graph) -> tuple[str, list[str]]:
-    """The paper's default ordering for ``graph`` and any notes on how it was decided."""
-    try:
-        from blest.graph import classify  # type: ignore[attr-defined]
-    except ImportError:
-        return "rcm", ["scale-free classification is not available in this blest: used RCM"]
-    rule = getattr(classify, "default_ordering", None)
-    if rule is not None:
-        return str(rule(graph)), []
-    test = getattr(classify, "is_scale_free_like", None)
-    if test is not None:
-        return ("jaccard" if bool(test(graph)) else "rcm"), []
-    return "rcm", ["scale-free classification is not available in this blest: used RCM"]
 
 
 @dataclass
@@ -103,7 +83,7 @@ class Preparation:
         if key not in self._bvss:
             t0 = time.perf_counter()
             self._bvss[key] = build_bvss(self.internal, sigma, xp=xp)
-            if xp is not None and xp is not np:
+            if key[1] == "device":
                 xp.cuda.Device().synchronize()
             self.seconds[f"bvss_sigma{sigma}"] = time.perf_counter() - t0
         return self._bvss[key]
@@ -113,23 +93,29 @@ class Preparation:
         dev = self._bvss.get((sigma, "device"))
         return dev.to_numpy() if dev is not None else self.bvss(sigma)
 
+    def prepared(self, sigma: int, xp: Any = None) -> Prepared:
+        """The :class:`Prepared` graph at ``sigma`` (BVSS on the GPU with ``xp=cupy``)."""
+        bvss = self.bvss(sigma, xp) if xp is not None else self.host_bvss(sigma)
+        g = self.internal
+        return Prepared(self.graph, self.ordering, self.permutation, g.in_ptr, g.in_idx, bvss)
+
     def release_device(self) -> None:
         for key in [k for k in self._bvss if k[1] == "device"]:
             del self._bvss[key]
 
 
-def prepare(graph: Graph, ordering: str, sigma: int = 8) -> Preparation:
+def prepare(graph: Graph, ordering: str, sigma: int) -> Preparation:
     """Compute ``ordering`` (for slice width ``sigma`` where it matters) and the reordered
     graph, timed; BVSS is built on demand. ``Preparation.ordering`` is the ordering actually
     computed and ``notes`` say why when it differs."""
     t0 = time.perf_counter()
     kw = ordering_kwargs(ordering, sigma)
-    perm = compute_ordering(graph, ordering, **kw)
+    perm = _ordering(graph, ordering, **kw)
     t1 = time.perf_counter()
     internal = graph if perm.is_identity else permute_graph(graph, perm)
     t2 = time.perf_counter()
-    actual = perm.name if perm.name in available_orderings() else ordering
-    notes = [str(n) for n in getattr(perm, "notes", ())]
+    actual = perm.name if perm.name in ORDERINGS else ordering
+    notes = [str(n) for n in perm.notes]
     if actual != ordering and not notes:
         notes.append(f"ordering {ordering!r} gave {actual!r}")
     return Preparation(
@@ -144,7 +130,7 @@ def prepare(graph: Graph, ordering: str, sigma: int = 8) -> Preparation:
 
 
 def prepare_with_fallback(
-    graph: Graph, ordering: str, sigma: int = 8, fallbacks: tuple[str, ...] = ("rcm", "natural")
+    graph: Graph, ordering: str, sigma: int, fallbacks: tuple[str, ...] = ("rcm", "natural")
 ) -> tuple[Preparation, list[str]]:
     """:func:`prepare`, falling back along ``fallbacks`` when an ordering is unavailable;
     the notes say what was replaced and why."""

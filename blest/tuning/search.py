@@ -2,7 +2,7 @@
 
 ``make_engine(candidate)`` returns an object with ``bfs(src, out=...)``, ``stats.traversal_ms``,
 writable ``eta`` and ``small_queue`` attributes and ``close()`` (a :class:`blest.Engine`, or a
-fake in tests). Protocol (DESIGN.md, "Timing protocol"): one warm-up traversal, then every
+fake in tests). Protocol (:mod:`blest.tuning.protocol`): one warm-up traversal, then every
 source ``repeats`` times; traversal time from the engine's CUDA events; a candidate's score is
 the median over the tuning sources, held-out figures are means.
 """
@@ -26,7 +26,7 @@ from blest.tuning.space import (
 
 __all__ = ["NOISE", "Timed", "measure", "Search", "relative"]
 
-#: Differences under 3% are noise (issue 4).
+#: Differences under 3% are noise (the spread of repeated timings of one variant).
 NOISE = 0.03
 #: Fractions of the budget after which the coarse pass and the refinement stop.
 COARSE_SHARE, REFINE_SHARE = 0.7, 0.9

@@ -1,6 +1,6 @@
 """The tuner's search space: candidates = ordering × VariantSpec × eta × launch geometry.
 
-Pruning plan (DESIGN.md, "Tuned config"; issue 4): a coarse pass over every persistent variant
+Pruning plan: a coarse pass over every persistent variant
 of the allowed sigmas at eta = 10 and both geometries, for every ordering; then, on the best few,
 the eta grid (switching variants), the small-queue threshold (persistent variants) and,
 budget permitting, the per-level launch.
@@ -12,9 +12,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from blest.bench import paper_spec
 from blest.codegen.spec import VariantSpec, variants
-from blest.graph.bvss import SIGMAS
+from blest.defaults import DEFAULT_ETA, SIGMAS
+from blest.tuning.paper import paper_spec
 
 __all__ = [
     "COARSE_ETA",
@@ -32,7 +32,7 @@ __all__ = [
 
 #: Switching constants tried in refinement; 0 forbids bottom-up levels ("off").
 ETA_GRID = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 0.0)
-COARSE_ETA = 10.0
+COARSE_ETA = DEFAULT_ETA
 #: (threads per block, blocks per SM or None for what the occupancy API allows)
 GEOMETRIES: tuple[tuple[int, int | None], ...] = ((256, None), (1024, 1))
 #: small_queue thresholds tried besides the engine's default (0: no one-block levels).

@@ -14,36 +14,37 @@ def _ms(x: Any) -> str:
 
 
 def _geometry(cfg: TunedConfig) -> str:
-    bps = "occupancy" if cfg.blocks_per_sm is None else f"{cfg.blocks_per_sm}/SM"
-    sq = "default" if cfg.small_queue is None else str(cfg.small_queue)
-    return f"{cfg.block_size} threads x {bps}, small_queue {sq}"
+    g = cfg.geometry
+    bps = "occupancy" if g.blocks_per_sm is None else f"{g.blocks_per_sm}/SM"
+    sq = "default" if g.small_queue is None else str(g.small_queue)
+    return f"{g.block_size} threads x {bps}, small_queue {sq}"
 
 
 def summary_lines(cfg: TunedConfig) -> list[str]:
     """Graph, preparation, choice, and (when tuned) the held-out comparison."""
     g, p = cfg.graph, cfg.preparation
-    kind = "directed" if g["directed"] else "undirected"
-    secs = p.get("seconds", {}).get(p["ordering"], {})
+    kind = "directed" if g.directed else "undirected"
+    secs = p.seconds.get(p.ordering, {})
     prep_s = sum(v for v in secs.values() if isinstance(v, (int, float)))
     lines = [
-        f"graph      {g.get('source') or '(unknown)'}",
-        f"           {g['n']:,} vertices ({g.get('isolated', 0):,} isolated), {g['arcs']:,} arcs, "
-        f"{kind}",
-        f"prepared   ordering {p['ordering']}"
-        + (f" (W={p['W']})" if p.get("W") else "")
-        + f", sigma={p['sigma']}: compression {p.get('compression_ratio', 0):.4f}, "
-        f"U_div {p.get('u_div', 0):.1f} (at sigma=8: {p.get('u_div_sigma8', 0):.1f}), "
+        f"graph      {g.source or '(unknown)'}",
+        f"           {g.n:,} vertices ({g.isolated:,} isolated), {g.arcs:,} arcs, {kind}",
+        f"prepared   ordering {p.ordering}"
+        + (f" (W={p.W})" if p.W else "")
+        + f", sigma={p.sigma}: compression {p.compression_ratio:.4f}, "
+        f"U_div {p.u_div:.1f} (at sigma=8: {p.u_div_sigma8:.1f}), "
         f"{prep_s:.2f} s",
         f"variant    {cfg.spec.name}"
         + (f"  eta={cfg.eta:g}" if cfg.spec.switching else "")
         + f"  [{_geometry(cfg)}]",
     ]
     if cfg.tuned:
-        gpu = cfg.gpu or {}
+        gpu = cfg.gpu
+        name, cc = (gpu.name, gpu.compute_capability) if gpu else ("?", "?")
         t = cfg.timing
         n_ok = sum(1 for c in t.get("candidates", []) if c.get("median_ms") is not None)
         lines.append(
-            f"tuned      on {gpu.get('name')} (sm {gpu.get('compute_capability')}): {n_ok} "
+            f"tuned      on {name} (sm {cc}): {n_ok} "
             f"candidates in {t.get('elapsed_s', 0):.1f} s (budget {t.get('budget_s', 0):g} s), "
             f"{len(t.get('tuning_sources', []))} tuning sources"
         )

@@ -20,14 +20,17 @@ from typing import Any
 
 import numpy as np
 
-from blest.bench import SOURCE_SEED, paper_spec, three_run_rule, timing_sources
 from blest.codegen.spec import VariantSpec
-from blest.errors import GPUUnavailableError
-from blest.graph.bvss import SIGMAS, u_div
+from blest.defaults import DEFAULT_ARCH, DEFAULT_ETA, DEFAULT_SIGMA, SIGMAS, SOURCE_SEED
+from blest.errors import ArgumentError, GPUUnavailableError
+from blest.graph.bvss import u_div
 from blest.graph.core import Graph
-from blest.tuning.artifact import Prepared, save_artifact
-from blest.tuning.config import TunedConfig
+from blest.graph.prepared import Prepared
+from blest.runtime.protocol import Geometry
+from blest.tuning.artifact import save_artifact
+from blest.tuning.config import GPUInfo, GraphInfo, PreparationInfo, TunedConfig
 from blest.tuning.files import removing_on_error, sha256_file
+from blest.tuning.paper import paper_spec, three_run_rule
 from blest.tuning.prepare import (
     OrderingUnavailable,
     Preparation,
@@ -36,6 +39,7 @@ from blest.tuning.prepare import (
     prepare,
     prepare_with_fallback,
 )
+from blest.tuning.protocol import timing_sources
 from blest.tuning.search import Search, Timed, measure, relative
 from blest.tuning.space import Candidate, coarse_candidates, paper_candidate, persistent_specs
 
@@ -74,42 +78,35 @@ def split_sources(
     return held[:n_tuning], held, note
 
 
-def _graph_info(graph: Graph, source: str | None) -> dict[str, Any]:
-    return {
-        "hash": graph.content_hash(),
-        "n": graph.n,
-        "arcs": graph.nnz,
-        "directed": graph.directed,
-        "isolated": graph.isolated,
-        "source": source,
-        "self_loops_dropped": graph.report.self_loops,
-        "duplicates_dropped": graph.report.duplicates,
-    }
+def _graph_info(graph: Graph, source: str | None) -> GraphInfo:
+    return GraphInfo(
+        hash=graph.content_hash(),
+        n=graph.n,
+        arcs=graph.nnz,
+        directed=graph.directed,
+        isolated=graph.isolated,
+        source=source,
+        self_loops_dropped=graph.report.self_loops,
+        duplicates_dropped=graph.report.duplicates,
+    )
 
 
 def _preparation_info(
     prep: Preparation, sigma: int, u_div8: float, default: str, all_seconds: dict[str, Any]
-) -> dict[str, Any]:
+) -> PreparationInfo:
     st = prep.host_bvss(sigma).stats()
-    return {
-        "ordering": prep.ordering,
-        "W": prep.params.get("W"),
-        "sigma": sigma,
-        "default_ordering": default,
-        "u_div_sigma8": u_div8,
-        "u_div": st.u_div,
-        "compression_ratio": st.compression_ratio,
-        "n_vss": st.n_vss,
-        "real_slices": st.real_slices,
-        "bvss_bytes": st.gpu_bytes,
-        "seconds": all_seconds,
-    }
-
-
-def _prepared(prep: Preparation, sigma: int) -> Prepared:
-    g = prep.internal
-    return Prepared(
-        prep.graph, prep.ordering, prep.permutation, g.in_ptr, g.in_idx, prep.host_bvss(sigma)
+    return PreparationInfo(
+        ordering=prep.ordering,
+        W=prep.params.get("W"),
+        sigma=sigma,
+        default_ordering=default,
+        u_div_sigma8=u_div8,
+        u_div=st.u_div,
+        compression_ratio=st.compression_ratio,
+        n_vss=st.n_vss,
+        real_slices=st.real_slices,
+        bvss_bytes=st.gpu_bytes,
+        seconds=all_seconds,
     )
 
 
@@ -129,13 +126,13 @@ def tune(
     """Choose a variant for ``graph``; see the module docstring. ``use_gpu=None`` times on a
     GPU when one is usable, else applies the paper's rules."""
     if graph.n == 0:
-        raise ValueError("the graph has no vertices: nothing to tune")
+        raise ArgumentError("the graph has no vertices: nothing to tune")
     sigmas = tuple(sorted(set(int(s) for s in sigmas)))
     bad = [s for s in sigmas if s not in SIGMAS]
     if bad or not sigmas:
-        raise ValueError(f"sigma must be among {SIGMAS}, got {bad or 'none'}")
-    if budget_s <= 0 or n_sources < 1:
-        raise ValueError("the budget must be > 0 seconds and --sources at least 1")
+        raise ArgumentError(f"sigma must be among {SIGMAS}, got {bad or 'none'}")
+    if not 0 < budget_s < float("inf") or n_sources < 1:
+        raise ArgumentError("the budget must be a finite number of seconds > 0 and sources >= 1")
     progress = progress or _quiet
     if use_gpu is None:
         from blest.codegen.toolchain import have_gpu
@@ -176,40 +173,38 @@ def _paper_rules(
     why: str = "no GPU",
 ) -> TuneOutcome:
     notes = [f"{why}: variant chosen by the paper's rules, not timed"]
-    default, why = default_ordering(graph)
-    notes += why
+    default = default_ordering(graph)
     wanted = orderings[0] if orderings else default
-    sigma = 8 if 8 in sigmas else sigmas[0]
-    if sigma != 8:
-        notes.append(f"--sigma excludes the paper's sigma=8: used sigma={sigma}")
+    sigma = DEFAULT_SIGMA if DEFAULT_SIGMA in sigmas else sigmas[0]
+    if sigma != DEFAULT_SIGMA:
+        notes.append(f"--sigma excludes the paper's sigma={DEFAULT_SIGMA}: used sigma={sigma}")
     progress(f"ordering: {wanted}")
-    prep, why = prepare_with_fallback(graph, wanted, sigma)
-    notes += why
+    prep, why_notes = prepare_with_fallback(graph, wanted, sigma)
+    notes += why_notes
     progress("BVSS")
-    u8 = u_div(prep.bvss(8))
-    spec = paper_spec(u8, switching=True)
-    if sigma != 8:
-        spec = replace(spec, sigma=sigma)
+    u8 = u_div(prep.bvss(DEFAULT_SIGMA))
+    spec = replace(paper_spec(u8, switching=True), sigma=sigma)
     if spec.switching:
-        notes.append("switching on with eta=10 (the paper's three-run rule needs a GPU)")
-    compiled, seconds = _compile_check([*persistent_specs(sigmas), spec], "sm_90", notes, progress)
+        notes.append(f"switching on with eta={DEFAULT_ETA:g} (the three-run rule needs a GPU)")
+    specs = [*persistent_specs(sigmas), spec]
+    compiled, seconds = _compile_check(specs, DEFAULT_ARCH, notes, progress)
     cfg = TunedConfig(
         graph=_graph_info(graph, source),
         preparation=_preparation_info(prep, sigma, u8, default, {prep.ordering: prep.seconds}),
         artifact="",
         artifact_sha256="",
         spec=spec,
-        eta=10.0,
+        eta=DEFAULT_ETA,
         tuned=False,
         notes=notes,
         timing={
             "candidates": [],
             "compiled": compiled,
-            "compile_arch": "sm_90",
+            "compile_arch": DEFAULT_ARCH,
             "compile_seconds": seconds,
         },
     )
-    return TuneOutcome(cfg, _prepared(prep, sigma))
+    return TuneOutcome(cfg, prep.prepared(sigma))
 
 
 def _compile_check(
@@ -231,6 +226,52 @@ def _compile_check(
 
 
 # ---------------------------------------------------------------------- on a GPU
+def _gpu_preparations(
+    graph: Graph,
+    sigmas: tuple[int, ...],
+    orderings: Sequence[str] | None,
+    notes: list[str],
+    progress: Progress,
+) -> tuple[dict[str, Preparation], str]:
+    """Every requested ordering, prepared; and the default one (the paper's choice uses it)."""
+    default = default_ordering(graph)
+    names = list(dict.fromkeys([default, *(orderings or available_orderings())]))
+    if orderings:
+        names = [n for n in names if n in orderings]
+    preps: dict[str, Preparation] = {}
+    order_sigma = DEFAULT_SIGMA if DEFAULT_SIGMA in sigmas else sigmas[0]
+    for name in names:
+        progress(f"ordering: {name}")
+        try:
+            prep = prepare(graph, name, order_sigma)
+        except OrderingUnavailable as exc:
+            notes.append(f"{exc}: not tuned over")
+            continue
+        notes += prep.notes
+        preps.setdefault(prep.ordering, prep)  # a fallback may repeat an ordering
+    if not preps:
+        raise OrderingUnavailable("none of the requested orderings could be computed")
+    if default not in preps:
+        fallback = "rcm" if "rcm" in preps else next(iter(preps))
+        notes.append(
+            f"the default ordering {default} is unavailable: paper's choice uses {fallback}"
+        )
+        default = fallback
+    return preps, default
+
+
+def _paper_baseline(
+    factory: Any, default: str, u8: float, tuning: np.ndarray, progress: Progress
+) -> Candidate:
+    """The paper's fixed choice, its switching decided by the three-run rule."""
+    paper = paper_candidate(default, u8, False)
+    if paper.spec.update == "lazy":
+        progress("paper's three-run rule")
+        switching = three_run_rule(lambda sw: factory(paper_candidate(default, u8, sw)), tuning)
+        paper = paper_candidate(default, u8, switching)
+    return paper
+
+
 def _tune_gpu(
     graph: Graph,
     source: str | None,
@@ -249,54 +290,21 @@ def _tune_gpu(
     _device, arch, gpu_name = require_gpu()
     notes: list[str] = []
     tuning, held, note = split_sources(graph, n_sources)
-    if note:
-        notes.append(note)
-    default, why = default_ordering(graph)
-    notes += why
-    names = list(dict.fromkeys([default, *(orderings or available_orderings())]))
-    if orderings:
-        names = [n for n in names if n in orderings]
-    preps: dict[str, Preparation] = {}
-    order_sigma = 8 if 8 in sigmas else sigmas[0]
-    for name in names:
-        progress(f"ordering: {name}")
-        try:
-            prep = prepare(graph, name, order_sigma)
-        except OrderingUnavailable as exc:
-            notes.append(f"{exc}: not tuned over")
-            continue
-        notes += prep.notes
-        preps.setdefault(prep.ordering, prep)  # a fallback may repeat an ordering
-    if not preps:
-        raise OrderingUnavailable("none of the requested orderings could be computed")
-    if default not in preps:
-        fallback = "rcm" if "rcm" in preps else next(iter(preps))
-        notes.append(
-            f"the default ordering {default} is unavailable: paper's choice uses {fallback}"
-        )
-        default = fallback
+    notes += [note] if note else []
+    preps, default = _gpu_preparations(graph, sigmas, orderings, notes, progress)
     factory = EngineFactory(preps)
     try:
-        progress("BVSS sigma=8 and U_div")
-        u8 = u_div(preps[default].bvss(8, xp=cupy))
-        paper = paper_candidate(default, u8, False)
+        progress(f"BVSS sigma={DEFAULT_SIGMA} and U_div")
+        u8 = u_div(preps[default].bvss(DEFAULT_SIGMA, xp=cupy))
         specs = [*persistent_specs(sigmas), paper_spec(u8, False), paper_spec(u8, True)]
         compiled, compile_s = _compile_check(specs, arch, notes, progress)
-        if paper.spec.update == "lazy":
-            progress("paper's three-run rule")
-            switching = three_run_rule(lambda sw: factory(paper_candidate(default, u8, sw)), tuning)
-            paper = paper_candidate(default, u8, switching)
+        paper = _paper_baseline(factory, default, u8, tuning, progress)
         search = Search(factory, tuning, budget_s=budget_s, repeats=repeats, progress=progress)
         search.run(coarse_candidates(list(preps), sigmas), baseline=paper)
-        allowed = set(sigmas)
-        pick = _verified_pick(search, factory, graph, int(tuning[0]), allowed, progress)
-        t0 = time.perf_counter()
+        pick = _verified_pick(search, factory, graph, int(tuning[0]), set(sigmas), progress)
         report = _held_out(search, factory, pick, paper, held, progress)
-        report["seconds"] = time.perf_counter() - t0
-        report["held_out_sources"] = [int(s) for s in held]
-        prep = preps[pick.candidate.ordering]
         c = pick.candidate
-        seconds = {name: p.seconds for name, p in preps.items()}
+        prep = preps[c.ordering]
         timing = {
             "statistic": "median traversal ms over the tuning sources (one warm-up first)",
             "tuning_sources": [int(s) for s in tuning],
@@ -309,6 +317,7 @@ def _tune_gpu(
             "compile_seconds": compile_s,
             "candidates": [t.to_dict() for t in search.results],
         }
+        seconds = {name: p.seconds for name, p in preps.items()}
         cfg = TunedConfig(
             graph=_graph_info(graph, source),
             preparation=_preparation_info(prep, c.spec.sigma, u8, default, seconds),
@@ -316,16 +325,14 @@ def _tune_gpu(
             artifact_sha256="",
             spec=c.spec,
             eta=c.engine_eta,
-            block_size=c.block_size,
-            blocks_per_sm=c.blocks_per_sm,
-            small_queue=c.small_queue,
-            gpu={"name": gpu_name, "compute_capability": f"{arch[3:-1]}.{arch[-1]}", "arch": arch},
+            geometry=Geometry(c.block_size, c.blocks_per_sm, None, c.small_queue),
+            gpu=GPUInfo(gpu_name, f"{arch[3:-1]}.{arch[-1]}", arch),
             tuned=True,
             notes=notes,
             timing=timing,
             report=report,
         )
-        return TuneOutcome(cfg, _prepared(prep, c.spec.sigma))
+        return TuneOutcome(cfg, prep.prepared(c.spec.sigma))
     finally:
         factory.release()
 
@@ -366,6 +373,7 @@ def _held_out(
         t.candidate for t in search.best(ORACLE_POOL, distinct_engines=False)
     ]
     rows = []
+    t0 = time.perf_counter()
     for c in dict.fromkeys(pool):
         progress(f"held-out: {c.label}")
         row: dict[str, Any] = {"label": c.label, **c.to_dict()}
@@ -379,7 +387,10 @@ def _held_out(
         except Exception as exc:  # recorded; the pick and the paper's choice ran before
             row.update(mean_ms=None, median_ms=None, error=f"{type(exc).__name__}: {exc}")
         rows.append(row)
-    return summarize_held_out(rows, pick.candidate.label, paper.label, len(held))
+    report = summarize_held_out(rows, pick.candidate.label, paper.label, len(held))
+    report["seconds"] = time.perf_counter() - t0
+    report["held_out_sources"] = [int(s) for s in held]
+    return report
 
 
 def summarize_held_out(

@@ -1,7 +1,7 @@
-"""Benchmark harness: DESIGN.md's timing protocol applied to engines of several variants.
+"""The timing protocol, applied to engines: every figure blest reports is measured this way.
 
 Protocol: 64 sources per graph drawn without replacement from the vertices with out-degree > 0
-by ``numpy.random.default_rng(27491095)`` (user ids). Traversal time = CUDA events around the
+by ``numpy.random.default_rng(SOURCE_SEED)`` (user ids). Traversal time = CUDA events around the
 traversal launch(es) after the per-source init, mean over the sources, after 0.2 s of warm-up
 calls per engine. Whole-call time = host
 wall clock of ``bfs(src, out="device")`` (init + traversal + user-id levels, synchronized);
@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from blest.codegen.spec import VariantSpec
+from blest.defaults import SOURCE_SEED, TIMING_SOURCES
+from blest.errors import ArgumentError
 from blest.graph.core import Graph
 
 __all__ = [
@@ -28,17 +29,16 @@ __all__ = [
     "warm_up",
     "bench_engine",
     "scipy_ms",
-    "paper_spec",
 ]
 
-SOURCE_SEED = 27491095
 
-
-def timing_sources(graph: Graph, count: int = 64, seed: int = SOURCE_SEED) -> np.ndarray:
+def timing_sources(
+    graph: Graph, count: int = TIMING_SOURCES, seed: int = SOURCE_SEED
+) -> np.ndarray:
     """``count`` distinct sources with out-degree > 0 (fewer if the graph has fewer)."""
     active = np.flatnonzero(graph.out_degree > 0)
     if active.size == 0:
-        raise ValueError("the graph has no vertex with an out-arc")
+        raise ArgumentError("the graph has no vertex with an out-arc: nothing to time")
     rng = np.random.default_rng(seed)
     return rng.choice(active, size=min(count, active.size), replace=False)
 
@@ -129,27 +129,3 @@ def scipy_ms(graph: Graph, sources: np.ndarray) -> float:
     for s in sources:
         breadth_first_order(csr, int(s), directed=graph.directed, return_predecessors=False)
     return (time.perf_counter() - t0) * 1e3 / len(sources)
-
-
-def paper_spec(u_div: float, switching: bool) -> VariantSpec:
-    """The paper's fixed choice: sigma=8, lazy iff U_div > 25,000, VSS queue, persistent;
-    switching (lazy only) as decided by the three-run rule."""
-    if u_div > 25_000:
-        return VariantSpec(sigma=8, update="lazy", queue="vss", switching=switching)
-    return VariantSpec(sigma=8, update="eager", queue="vss", switching=False)
-
-
-def three_run_rule(make_engine: Any, sources: np.ndarray) -> bool:
-    """Switching on iff three timed runs from random sources are faster with it (paper)."""
-    picks = sources[:3]
-    times = {}
-    for switching in (False, True):
-        eng = make_engine(switching)
-        eng.bfs(int(picks[0]), out="device")
-        total = 0.0
-        for s in picks:
-            eng.bfs(int(s), out="device")
-            total += eng.stats.traversal_ms
-        times[switching] = total
-        eng.close()
-    return times[True] < times[False]

@@ -1,0 +1,68 @@
+"""The contract between the generated kernels and the host: written once, here.
+
+The control block is one ``u32`` array that every block reads after a barrier; :data:`CTL_FIELDS`
+gives each field's offset, and the templates receive the same table (``#define CTL_<NAME>``), so
+the offsets the host reads are the offsets the kernels write. The buffer counts say how many
+rotating copies of the frontier and of the queue a variant keeps; the host sizes its allocations
+and the templates index them from these functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from blest.codegen.spec import VariantSpec
+
+__all__ = ["CtlField", "CTL_FIELDS", "CTL", "CTL_WORDS", "frontier_buffers", "queue_buffers"]
+
+
+@dataclass(frozen=True)
+class CtlField:
+    """One field of the control block: name (``CTL_<NAME>`` in CUDA), offset, words, meaning."""
+
+    name: str
+    offset: int
+    words: int
+    doc: str
+
+
+#: Words of the control block.
+CTL_WORDS = 32
+
+CTL_FIELDS: tuple[CtlField, ...] = (
+    CtlField("QSIZE", 0, 4, "[QUEUE_BUFFERS] |Q_L| at index L % QUEUE_BUFFERS"),
+    CtlField("NEW", 4, 4, "[QUEUE_BUFFERS] |F_L| (vertices first reached at level L)"),
+    CtlField("VISITED", 8, 1, "vertices visited so far"),
+    CtlField("DEPTH", 9, 1, "the largest level assigned"),
+    CtlField("BARRIER_COUNT", 10, 2, "grid barrier: 64-bit monotonic arrival count"),
+    CtlField("DONE", 12, 1, "per-level launch: set once the traversal has ended"),
+    CtlField("LEVELS_RUN", 13, 1, "levels expanded (the L at which the traversal stopped)"),
+    CtlField("ERROR", 14, 1, "nonzero: a grid barrier timed out (the traversal is void)"),
+    CtlField("RESUME", 16, 1, "small-frontier mode: the level at which block 0 handed back"),
+    CtlField("PROGRESS", 17, 1, "levels block 0 ran alone (keeps the barrier watchdog quiet)"),
+)
+
+#: Offsets by lower-case name, for the host.
+CTL: dict[str, int] = {f.name.lower(): f.offset for f in CTL_FIELDS}
+
+
+def _check_layout() -> None:
+    used: set[int] = set()
+    for f in CTL_FIELDS:
+        words = set(range(f.offset, f.offset + f.words))
+        if words & used or max(words) >= CTL_WORDS:
+            raise AssertionError(f"control block field {f.name} overlaps or overflows")
+        used |= words
+
+
+_check_layout()
+
+
+def frontier_buffers(spec: VariantSpec) -> int:
+    """Eager rotates F_L, F_{L+1} and F_{L-1} (being cleared); lazy updates F in place."""
+    return 3 if spec.update == "eager" else 1
+
+
+def queue_buffers(spec: VariantSpec) -> int:
+    """Rotation depth of the queue and its counters (eager resets two levels ahead)."""
+    return 4 if spec.update == "eager" else 2

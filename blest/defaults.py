@@ -1,0 +1,48 @@
+"""The paper's constants and blest's defaults, defined once.
+
+Every module that needs one of these imports it from here; nothing else in the package spells
+the numbers. The notation (sigma, kappa, eta, W, U_div) is explained in ``docs/notation.md``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SIGMAS",
+    "DEFAULT_SIGMA",
+    "KAPPAS",
+    "DEFAULT_KAPPA",
+    "DEFAULT_ETA",
+    "JACCARD_WINDOW",
+    "U_DIV_LAZY",
+    "SOURCE_SEED",
+    "TIMING_SOURCES",
+    "DEFAULT_ARCH",
+    "MIN_COMPUTE_CAPABILITY",
+    "DEFAULT_BLOCK_SIZE",
+]
+
+#: Slice widths the generator supports (columns per slice set).
+SIGMAS: tuple[int, ...] = (4, 8, 16, 32)
+#: The paper's slice width.
+DEFAULT_SIGMA = 8
+#: BFSs per multi-source batch the generator supports.
+KAPPAS: tuple[int, ...] = (32, 64, 128, 256)
+#: The multi-source width used when a config was tuned for single-source BFS only.
+DEFAULT_KAPPA = 64
+#: Switching constant: a level runs bottom-up when #unvisited < eta * |Q| (the paper's value
+#: on Hopper).
+DEFAULT_ETA = 10.0
+#: Window width W of JaccardWithWindows.
+JACCARD_WINDOW = 1 << 16
+#: The paper's rule takes the lazy update path when U_div exceeds this (an id spread).
+U_DIV_LAZY = 25_000
+#: Seed of the timing protocol's source draw (and of the dataset generators).
+SOURCE_SEED = 27491095
+#: Sources per graph in the timing protocol.
+TIMING_SOURCES = 64
+#: Architecture compiled for when no GPU says otherwise (Hopper).
+DEFAULT_ARCH = "sm_90"
+#: Oldest GPU generation the binary MMA kernels run on (sm_80).
+MIN_COMPUTE_CAPABILITY = 80
+#: Threads per block of an engine unless told or tuned otherwise.
+DEFAULT_BLOCK_SIZE = 256

@@ -1,0 +1,116 @@
+"""What the engines share: the prepared graph, the variant, source checks, the generated code,
+closing and the context manager. Subclasses implement the traversal."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from blest.codegen.spec import VariantSpec
+from blest.defaults import DEFAULT_ARCH
+from blest.errors import ArgumentError, EngineError
+from blest.graph.prepared import Prepared
+from blest.reference.scipy_bfs import check_source
+from blest.runtime.protocol import BFSStats
+
+__all__ = ["EngineBase"]
+
+
+class EngineBase:
+    """Common state of every engine: ``prepared``, ``spec``, ``eta``, ``n``, ``graph``."""
+
+    device_name = "CPU"
+    arch = DEFAULT_ARCH
+
+    def __init__(self, prepared: Prepared, spec: VariantSpec | None, eta: float) -> None:
+        if not isinstance(prepared, Prepared):
+            raise ArgumentError(
+                f"an engine is built from a blest.graph.Prepared, got {type(prepared).__name__}"
+            )
+        self.spec = spec if spec is not None else VariantSpec(sigma=prepared.sigma)
+        if self.spec.sigma != prepared.sigma:
+            raise ArgumentError(
+                f"the variant has sigma={self.spec.sigma} but the graph was prepared at "
+                f"sigma={prepared.sigma}"
+            )
+        eta = float(eta)
+        if not eta >= 0:  # also refuses NaN
+            raise ArgumentError(f"eta must be >= 0 (inf allowed), got {eta}")
+        self.prepared = prepared
+        self.graph = prepared.graph
+        self.n = prepared.n
+        self.permutation = prepared.permutation
+        self.eta = eta
+        self._new_of_old = np.asarray(prepared.permutation.new_of_old)
+        self._lock = threading.Lock()
+        self._closed = False
+        self.last_stats: BFSStats | None = None
+
+    # ------------------------------------------------------------------ generated code
+    @property
+    def source(self) -> str:
+        """The generated CUDA C++ of this engine's variant."""
+        from blest.codegen.render import render
+
+        return render(self.spec)
+
+    @property
+    def ptx(self) -> str:
+        """PTX of the variant for this engine's GPU architecture (NVRTC; no GPU needed)."""
+        from blest.codegen.compile import compile_source
+
+        arch = self.arch.replace("sm_", "compute_")
+        return compile_source(self.source, arch=arch, target="ptx").decode()
+
+    # ------------------------------------------------------------------ checks
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EngineError(f"this {type(self).__name__} is closed")
+
+    def _sources(self, src: Any) -> tuple[int, int]:
+        """(user id, internal id) of a source vertex."""
+        user = check_source(src, self.n)
+        return user, int(self._new_of_old[user])
+
+    @staticmethod
+    def _depth_limit(depth_limit: int | None) -> int:
+        if depth_limit is None:
+            return -1
+        limit = int(depth_limit)
+        if limit < 0:
+            raise ArgumentError(f"depth_limit must be >= 0, got {depth_limit}")
+        return limit
+
+    def _check_host_out(self, out: Any) -> None:
+        if not isinstance(out, np.ndarray) or out.dtype != np.int32 or out.shape != (self.n,):
+            raise ArgumentError(f"out must be an int32 array of shape ({self.n},)")
+
+    @property
+    def stats(self) -> BFSStats:
+        """Statistics of the last ``bfs`` call."""
+        if self.last_stats is None:
+            raise EngineError("no bfs call yet")
+        return self.last_stats
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        """Release what the engine holds; further calls raise :class:`EngineError`."""
+        with self._lock:
+            self._closed = True
+            self._release()
+
+    def _release(self) -> None:
+        """Free resources (subclasses); called once, under the lock."""
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = " closed" if self._closed else ""
+        name = type(self).__name__
+        return f"<blest.{name} {self.spec.name} n={self.n} on {self.device_name}{state}>"

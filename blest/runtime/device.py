@@ -1,0 +1,59 @@
+"""Small GPU helpers shared by the engines: CuPy on demand, uploads, the memory guard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from blest.errors import DeviceMemoryError, GPUUnavailableError
+
+__all__ = ["cupy_module", "device_buffers", "require_memory", "format_bytes"]
+
+
+def cupy_module() -> Any:
+    """CuPy, or :class:`GPUUnavailableError` saying how to install it."""
+    try:
+        import cupy
+    except ImportError as exc:  # pragma: no cover - depends on the machine
+        raise GPUUnavailableError(
+            'the GPU engine needs CuPy: pip install "blest-bfs[cuda13]" (or [cuda12])'
+        ) from exc
+    return cupy
+
+
+def device_buffers(cp: Any, **arrays: Any) -> dict[str, Any]:
+    """Upload arrays (zero-size arrays become one element: kernels need a valid pointer)."""
+    out = {}
+    for name, a in arrays.items():
+        d = cp.asarray(a)
+        out[name] = d if d.size else cp.zeros(1, dtype=d.dtype)
+    return out
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes in binary units, e.g. ``1.5 GiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"  # pragma: no cover
+
+
+def require_memory(need: int, device_id: int, what: Any = None) -> None:
+    """Raise :class:`DeviceMemoryError` before allocating when ``need`` bytes exceed what the
+    device has free (CuPy's pool counts as free: it hands its cached blocks back first)."""
+    import cupy as cp
+
+    free, _total = cp.cuda.runtime.memGetInfo()
+    pool = cp.get_default_memory_pool()
+    available = free + pool.free_bytes()
+    limit = pool.get_limit()
+    if limit:
+        available = min(available, max(0, limit - pool.used_bytes()))
+    if need > available:
+        about = ""
+        if what is not None and hasattr(what, "n") and hasattr(what, "nnz"):
+            about = f" for a graph of {what.n:,} vertices and {what.nnz:,} arcs"
+        raise DeviceMemoryError(
+            f"needs about {format_bytes(need)} of GPU memory{about}; device {device_id} has "
+            f"{format_bytes(available)} free"
+        )

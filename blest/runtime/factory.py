@@ -1,0 +1,78 @@
+"""One constructor for every engine: a prepared graph, a variant, and where to run it."""
+
+from __future__ import annotations
+
+from blest.codegen.spec import VariantSpec
+from blest.defaults import DEFAULT_ETA
+from blest.errors import ArgumentError
+from blest.graph.prepared import Prepared
+from blest.runtime.protocol import BFSEngine, Geometry
+
+__all__ = ["DEVICES", "make_engine", "resolve_device"]
+
+#: What ``device=`` accepts besides a GPU index.
+DEVICES = ("gpu", "cpu", "emulator")
+
+
+def resolve_device(device: int | str | None) -> int | str:
+    """``None`` → a GPU index when a usable GPU exists, else ``"cpu"``; ``"gpu"`` → the
+    current GPU (or :class:`~blest.errors.GPUUnavailableError`); other values are checked."""
+    if device is None:
+        from blest.codegen.toolchain import have_gpu
+
+        device = "gpu" if have_gpu() else "cpu"
+    if device == "gpu":
+        from blest.codegen.toolchain import require_gpu
+
+        return require_gpu(None)[0]
+    if isinstance(device, bool) or not isinstance(device, (int, str)):
+        raise ArgumentError(f"device must be None, a GPU index or one of {DEVICES}, got {device!r}")
+    if isinstance(device, str) and device not in DEVICES:
+        raise ArgumentError(f"device must be None, a GPU index or one of {DEVICES}, got {device!r}")
+    if isinstance(device, int) and device < 0:
+        raise ArgumentError(f"a GPU index must be >= 0, got {device}")
+    return device
+
+
+def make_engine(
+    prepared: Prepared,
+    spec: VariantSpec | None = None,
+    *,
+    eta: float = DEFAULT_ETA,
+    geometry: Geometry | None = None,
+    device: int | str | None = None,
+    record_levels: bool = False,
+) -> BFSEngine:
+    """An engine for ``prepared`` running ``spec`` (default: sigma of the preparation, lazy,
+    switching).
+
+    ``device``: ``None`` runs on the GPU when there is one and else with SciPy on the CPU;
+    ``"gpu"`` or an index insists on a GPU; ``"cpu"`` is SciPy's BFS
+    (:class:`~blest.runtime.cpu.CPUEngine`); ``"emulator"`` is the exact NumPy emulator of the
+    kernel (:class:`~blest.runtime.emulated.EmulatedEngine`). The prepared arrays are used as
+    they are: nothing is re-ordered or re-sorted.
+    """
+    spec = spec if spec is not None else VariantSpec(sigma=prepared.sigma)
+    where = resolve_device(device)
+    if where == "cpu":
+        from blest.runtime.cpu import CPUEngine
+
+        return CPUEngine(prepared, spec, eta=eta)
+    if where == "emulator":
+        from blest.runtime.emulated import EmulatedEngine
+
+        return EmulatedEngine(prepared, spec, eta=eta)
+    from blest.runtime.engine import Engine
+
+    g = geometry or Geometry()
+    return Engine(
+        prepared,
+        spec,
+        eta=eta,
+        device=int(where),
+        block_size=g.block_size,
+        blocks_per_sm=g.blocks_per_sm,
+        grid_blocks=g.grid_blocks,
+        small_queue=g.small_queue,
+        record_levels=record_levels,
+    )

@@ -1,0 +1,175 @@
+"""Loading compiled kernels on a GPU and launching them (CuPy's driver bindings).
+
+Everything here needs a GPU. :func:`load_module` loads a cubin (or PTX, JIT-compiled by the
+driver) that :mod:`blest.codegen.compile` produced; :func:`launch` starts a kernel, cooperatively
+when asked (after checking that the grid fits the co-resident limit, which a persistent kernel
+with grid barriers needs); :func:`max_active_blocks` and :func:`max_cooperative_grid` ask the
+occupancy API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "Kernel",
+    "LoadedModule",
+    "load_module",
+    "launch",
+    "max_active_blocks",
+    "max_cooperative_grid",
+]
+
+_STATIC_SMEM_LIMIT = 48 * 1024
+
+
+class Kernel:
+    """A kernel of a loaded module: ``.function`` (``cupy.cuda.function.Function``), ``.name``,
+    ``.device_id``. Launch it with :func:`launch`."""
+
+    __slots__ = ("function", "name", "device_id", "_limits")
+
+    def __init__(self, function: Any, name: str, device_id: int):
+        self.function = function
+        self.name = name
+        self.device_id = device_id
+        self._limits: dict[tuple[int, int], int] = {}  # (threads, smem) → cooperative grid
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.name!r}, device={self.device_id})"
+
+
+class LoadedModule:
+    """A cubin (or PTX, JIT-compiled by the driver) loaded on one device; ``mod["name"]`` or
+    ``mod.get_function("name")`` gives a :class:`Kernel` (``extern "C"`` names). Needs a GPU."""
+
+    def __init__(self, module: Any, device_id: int):
+        self.module = module  # keeps the CUmodule loaded
+        self.device_id = device_id
+        self._kernels: dict[str, Kernel] = {}
+
+    def get_function(self, name: str) -> Kernel:
+        kernel = self._kernels.get(name)
+        if kernel is None:
+            import cupy
+
+            with cupy.cuda.Device(self.device_id):
+                try:
+                    fn = self.module.get_function(name)
+                except cupy.cuda.driver.CUDADriverError as exc:
+                    raise KeyError(f"no kernel {name!r} in this module ({exc})") from exc
+            kernel = self._kernels[name] = Kernel(fn, name, self.device_id)
+        return kernel
+
+    __getitem__ = get_function
+
+
+def load_module(binary: bytes, device_id: int) -> LoadedModule:
+    """Load a cubin (or PTX) on ``device_id`` through ``cupy.cuda.function.Module.load``.
+
+    Needs a GPU; the binary must be for that device's arch (PTX: JIT by the driver, which must
+    be at least as new as the NVRTC that emitted it).
+    """
+    import cupy
+
+    image = bytes(binary)
+    if not image.startswith(b"\x7fELF") and not image.endswith(b"\0"):
+        image += b"\0"  # cuModuleLoadData wants NUL-terminated PTX
+    with cupy.cuda.Device(device_id):
+        module = cupy.cuda.function.Module()
+        module.load(image)
+    return LoadedModule(module, device_id)
+
+
+def _unwrap(kernel: Any) -> tuple[Any, int | None]:
+    if isinstance(kernel, Kernel):
+        return kernel.function, kernel.device_id
+    return kernel, None
+
+
+def _device(device_id: int | None) -> Any:
+    if device_id is None:
+        return contextlib.nullcontext()
+    import cupy
+
+    return cupy.cuda.Device(device_id)
+
+
+def _allow_dynamic_smem(function: Any, nbytes: int) -> None:
+    if nbytes > _STATIC_SMEM_LIMIT:  # opt in above 48 KiB, or launches / occupancy fail
+        from cupy.cuda import driver
+
+        driver.funcSetAttribute(
+            function.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes)
+        )
+
+
+def _dim3(d: int | Sequence[int]) -> tuple[int, int, int]:
+    t = (int(d),) if isinstance(d, int) else tuple(int(x) for x in d)
+    if not 1 <= len(t) <= 3 or min(t) < 1:
+        raise ValueError(f"grid/block must be 1 to 3 positive ints, got {d!r}")
+    return (*t, 1, 1)[:3]  # type: ignore[return-value]
+
+
+def max_active_blocks(kernel: Any, block_size: int, dynamic_smem: int = 0) -> int:
+    """Co-resident blocks per SM (``cuOccupancyMaxActiveBlocksPerMultiprocessor``). Needs a GPU."""
+    from cupy.cuda import driver
+
+    fn, dev = _unwrap(kernel)
+    with _device(dev):
+        _allow_dynamic_smem(fn, dynamic_smem)
+        return int(
+            driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                fn.ptr, int(block_size), int(dynamic_smem)
+            )
+        )
+
+
+def max_cooperative_grid(kernel: Any, block_size: int, dynamic_smem: int = 0) -> int:
+    """Largest grid a cooperative launch accepts: blocks per SM × SMs. Needs a GPU."""
+    import cupy
+    from cupy.cuda import runtime
+
+    _, dev = _unwrap(kernel)
+    dev = cupy.cuda.Device().id if dev is None else dev
+    sms = runtime.deviceGetAttribute(runtime.cudaDevAttrMultiProcessorCount, dev)
+    return max_active_blocks(kernel, block_size, dynamic_smem) * int(sms)
+
+
+def launch(
+    kernel: Any,
+    grid: int | Sequence[int],
+    block: int | Sequence[int],
+    args: Sequence[Any],
+    shared_mem: int = 0,
+    stream: Any = None,
+    cooperative: bool = False,
+) -> None:
+    """Launch ``kernel`` (a :class:`Kernel` or a CuPy ``Function``). Needs a GPU.
+
+    ``cooperative=True`` uses ``cuLaunchCooperativeKernel`` (CuPy's
+    ``Function.__call__(grid, block, args, shared_mem, stream, enable_cooperative_groups)``),
+    after checking that the grid fits the co-resident limit: CuPy would otherwise shrink a 1-D
+    grid with a warning, which a persistent kernel must not silently get. Args follow CuPy's
+    rules: ``cupy.ndarray`` → pointer, NumPy scalars by their dtype, Python int → int64.
+    """
+    fn, dev = _unwrap(kernel)
+    g, b = _dim3(grid), _dim3(block)
+    with _device(dev):
+        _allow_dynamic_smem(fn, shared_mem)
+        if cooperative:
+            # Kernel objects remember the limit: an occupancy query per launch costs µs per BFS.
+            limits = kernel._limits if isinstance(kernel, Kernel) else {}
+            key = (math.prod(b), int(shared_mem))
+            limit = limits.get(key)
+            if limit is None:
+                limit = limits[key] = max_cooperative_grid(kernel, *key)
+            if math.prod(g) > limit:
+                raise ValueError(
+                    f"cooperative grid of {math.prod(g)} blocks exceeds the {limit} co-resident "
+                    f"blocks of {math.prod(b)} threads and {shared_mem} B dynamic shared memory"
+                )
+        fn(g, b, tuple(args), int(shared_mem), stream, bool(cooperative))

@@ -1,0 +1,90 @@
+"""The engine contract: what every engine offers, whatever runs it (GPU kernels, the kernel
+emulator, or SciPy on the CPU), and the records they share.
+
+An engine is built once from a :class:`~blest.graph.prepared.Prepared` graph and a kernel variant
+(see :func:`blest.runtime.make_engine`) and then answers many calls. Vertex ids in and out are
+always the user's ids; levels are int32 with -1 for unreachable vertices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from blest.codegen.spec import VariantSpec
+from blest.defaults import DEFAULT_BLOCK_SIZE
+from blest.errors import ArgumentError
+
+__all__ = ["BFSEngine", "BFSStats", "Geometry"]
+
+
+@dataclass(frozen=True)
+class BFSStats:
+    """What one ``bfs`` call did."""
+
+    source: int
+    depth: int  # largest level assigned (0 when only the source is reached)
+    visited: int  # vertices reached, the source included
+    levels_run: int  # levels expanded
+    traversal_ms: float  # GPU: CUDA events around the traversal after init; CPU: wall time
+    bottom_up_levels: tuple[int, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Launch geometry of a GPU engine (runtime choices, not reasons to compile a new module).
+
+    ``block_size``: threads per block; ``blocks_per_sm``: blocks per multiprocessor (None: what
+    the occupancy API allows); ``grid_blocks``: cap on the blocks of every launch;
+    ``small_queue``: persistent single-source variants run levels whose queue holds at most this
+    many VSSs in one block (None or 0: never).
+    """
+
+    block_size: int = DEFAULT_BLOCK_SIZE
+    blocks_per_sm: int | None = None
+    grid_blocks: int | None = None
+    small_queue: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.block_size % 32 or not 32 <= self.block_size <= 1024:
+            raise ArgumentError(
+                f"block_size must be a multiple of 32 in [32, 1024], got {self.block_size}"
+            )
+        for name in ("blocks_per_sm", "grid_blocks"):
+            value = getattr(self, name)
+            if value is not None and int(value) < 1:
+                raise ArgumentError(f"{name} must be >= 1, got {value}")
+        if self.small_queue is not None and int(self.small_queue) < 0:
+            raise ArgumentError(f"small_queue must be >= 0, got {self.small_queue}")
+
+
+@runtime_checkable
+class BFSEngine(Protocol):
+    """What every engine offers.
+
+    ``bfs(src, out=None, depth_limit=None)`` returns the levels from ``src``; ``source`` and
+    ``ptx`` are the generated CUDA and its PTX for the engine's variant; ``stats`` describes the
+    last call; ``close()`` frees what the engine holds (also on leaving a ``with`` block).
+    """
+
+    n: int
+    spec: VariantSpec
+    eta: float
+    device_name: str
+
+    def bfs(self, src: int, *, out: Any = None, depth_limit: int | None = None) -> Any: ...
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def ptx(self) -> str: ...
+
+    @property
+    def stats(self) -> BFSStats: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc: object) -> None: ...
