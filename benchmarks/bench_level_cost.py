@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from blest import Engine, Graph
-from blest.codegen.compile import compile_source, launch, load_module
+from blest.codegen.compile import compile_source
 from blest.codegen.render import render_snippet
 from blest.codegen.spec import VariantSpec
+from blest.runtime.launch import launch, load_module
 
 _PROBES = """
 {% include "common.cu.j2" %}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,11 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.io
 
-try:
-    import blest
-except ImportError:  # run from a checkout that is not installed
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import blest
+import blest
 from blest.graph.core import Graph
 
 SEED = 27491095

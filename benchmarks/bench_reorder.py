@@ -16,20 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
 
 from graphs import anchor_graph  # noqa: E402
 
 from blest.graph import jaccard as jw  # noqa: E402
 from blest.graph.bvss import build_bvss  # noqa: E402
 from blest.graph.classify import classify  # noqa: E402
-from blest.graph.ordering import compute_ordering, permute_graph  # noqa: E402
+from blest.graph.ordering import permute_graph  # noqa: E402
+from blest.runtime.ordering import compute_ordering  # noqa: E402
 
 DEFAULT = ["kron-21", "urand-20", "delaunay-20"]
 QUICK = ["kron-16", "urand-16", "delaunay-16"]

@@ -25,10 +25,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-try:
-    import blest  # noqa: F401
-except ImportError:  # run from a checkout without installing
-    sys.path.insert(0, str(REPO))
 
 from blest.datasets import DEFAULT_SEED, delaunay, kronecker, uniform  # noqa: E402
 from blest.graph.core import Graph  # noqa: E402

@@ -75,7 +75,6 @@ def plot_levels(rows: list[dict], path: str | Path) -> Path:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     data = json.loads(Path(sys.argv[1]).read_text())
     print(plot_results(data, sys.argv[2]))
     if any(r["kind"] == "levels" for r in data):

@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from graphs import anchor_graph  # noqa: E402
 
 from blest import Engine, VariantSpec  # noqa: E402
-from blest.bench import timing_sources  # noqa: E402
 from blest.codegen.spec import variants  # noqa: E402
-from blest.graph.ordering import compute_ordering, permute_graph  # noqa: E402
+from blest.graph.prepared import Prepared  # noqa: E402
+from blest.runtime.ordering import compute_ordering  # noqa: E402
+from blest.tuning.protocol import timing_sources  # noqa: E402
 
 
 def profile(eng: Engine, sources: np.ndarray) -> dict[str, float]:
@@ -85,9 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.graphs:
         graph = anchor_graph(name)
         perm = None if args.ordering == "natural" else compute_ordering(graph, args.ordering)
-        internal = None if perm is None else permute_graph(graph, perm)
-        kw = {"permutation": perm, "internal": internal}
-        with Engine(graph, spec, block_size=1024, blocks_per_sm=1, **kw) as eng:
+        prepared = Prepared.from_graph(graph, spec.sigma, perm)
+        with Engine(prepared, spec, block_size=1024, blocks_per_sm=1) as eng:
             phases = profile(eng, timing_sources(graph, args.sources))
         results[name] = phases
         print(f"{name} ({spec.name}, {args.ordering}, n={graph.n}):")

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import cProfile
 import pstats
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from gpu_util import graph_zoo  # noqa: E402
-
 from blest import VariantSpec  # noqa: E402
+from blest.datasets.classes import graph_zoo  # noqa: E402
 from blest.runtime.engine import Engine  # noqa: E402
 
 

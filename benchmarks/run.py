@@ -1,4 +1,4 @@
-"""Benchmark driver: every chosen variant on the anchor graphs, by DESIGN.md's timing protocol.
+"""Benchmark driver: every chosen variant on the anchor graphs, by the timing protocol.
 
     python3 benchmarks/run.py --quick            # anchors, a covering set of variants
     python3 benchmarks/run.py --graphs luxembourg_osm --variants all
@@ -6,8 +6,8 @@
 
 Writes results.json and results.csv under --out (default ./bench-out) and prints a table; the
 paper's fixed choice (sigma=8, lazy iff U_div > 25,000, eta=10, three-run rule) is reported
-beside the variants. Orderings follow DESIGN's anchor table (JaccardWithWindows with W=65536 at
-sigma=8, or RCM), as the original C++ used them.
+beside the variants. Orderings follow the original C++'s (JaccardWithWindows with W=65536 at
+sigma=8, or RCM). Run it with blest importable (installed, or PYTHONPATH=<repo>).
 """
 
 from __future__ import annotations
@@ -15,28 +15,25 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
+import numpy as np
+from graphs import ANCHORS, QUICK, anchor_graph
 
-from graphs import ANCHORS, QUICK, anchor_graph  # noqa: E402
+from blest.codegen.spec import VariantSpec, variants
+from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA, JACCARD_WINDOW
+from blest.graph.bvss import u_div
+from blest.graph.prepared import Prepared
+from blest.runtime.factory import make_engine
+from blest.runtime.ordering import compute_ordering
+from blest.runtime.protocol import Geometry
+from blest.tuning.paper import paper_spec, three_run_rule
+from blest.tuning.protocol import bench_engine, scipy_ms, timing_sources
 
-from blest.bench import (  # noqa: E402
-    bench_engine,
-    paper_spec,
-    scipy_ms,
-    three_run_rule,
-    timing_sources,
-)
-from blest.codegen.spec import VariantSpec, variants  # noqa: E402
-from blest.graph.bvss import build_bvss  # noqa: E402
-from blest.graph.ordering import compute_ordering, permute_graph  # noqa: E402
-
-#: Ordering the original C++ used (DESIGN's anchor table).
+#: Ordering the original C++ used on each anchor.
 ORDERING = {
     "kron": "jaccard",
     "urand": "jaccard",
@@ -86,72 +83,73 @@ def _by_name(name: str) -> VariantSpec:
     raise SystemExit(f"unknown variant {name!r}")
 
 
-def run_graph(
-    name: str,
-    specs: list[VariantSpec],
-    n_sources: int,
-    eta: float,
-    geometries: list[tuple[int, int | None, int | None]],
-) -> list[dict]:
-    from blest.runtime.engine import Engine
+@dataclass
+class Bench:
+    """One anchor graph, prepared once per sigma (BVSS on the GPU), and its timing sources."""
 
-    t0 = time.perf_counter()
-    graph = anchor_graph(name)
-    load_s = time.perf_counter() - t0
-    order = ordering_for(name)
-    t0 = time.perf_counter()
-    perm = None if order == "natural" else compute_ordering(graph, order, sigma=8, window=65536)
-    order_s = time.perf_counter() - t0
-    internal = permute_graph(graph, perm) if perm is not None else graph
-    order_used = f"{perm.name if perm is not None else 'natural'} ({order_s:.2f} s)"
-    srcs = timing_sources(graph, n_sources)
-    u_div = build_bvss(internal, 8).stats().u_div
-    bvss_cache: dict[int, object] = {}
-    rows = []
+    name: str
+    graph: Any
+    permutation: Any
+    sources: np.ndarray
+    base: dict[str, Any]
+    u_div: float
+    _prepared: dict[int, Prepared] = field(default_factory=dict)
 
-    def engine(
-        spec: VariantSpec, eta_value: float, geometry=(256, None, None, None), record_levels=False
-    ) -> Engine:
-        import cupy as cp
-
-        if spec.sigma not in bvss_cache:
-            t = time.perf_counter()
-            bvss_cache[spec.sigma] = build_bvss(internal, spec.sigma, xp=cp)
-            cp.cuda.Device().synchronize()
-            print(f"  BVSS sigma={spec.sigma} on GPU: {time.perf_counter() - t:.2f} s", flush=True)
-        block, per_sm, small, grid_blocks = (tuple(geometry) + (None,) * 4)[:4]
-        return Engine(
-            graph,
-            spec,
-            eta=eta_value,
-            permutation=perm,
-            internal=internal if perm is not None else None,
-            bvss=bvss_cache[spec.sigma],
-            block_size=block,
-            blocks_per_sm=per_sm,
-            small_queue=small,
-            grid_blocks=grid_blocks,
-            record_levels=record_levels,
+    @classmethod
+    def load(cls, name: str, n_sources: int) -> Bench:
+        t0 = time.perf_counter()
+        graph = anchor_graph(name)
+        load_s = time.perf_counter() - t0
+        order = ordering_for(name)
+        t0 = time.perf_counter()
+        perm = None
+        if order != "natural":
+            perm = compute_ordering(graph, order, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
+        order_s = time.perf_counter() - t0
+        order_used = f"{perm.name if perm is not None else 'natural'} ({order_s:.2f} s)"
+        bench = cls(name, graph, perm, timing_sources(graph, n_sources), {}, 0.0)
+        bench.u_div = u_div(bench.prepared(DEFAULT_SIGMA).bvss)
+        bench.base = {
+            "graph": name,
+            "n": graph.n,
+            "arcs": graph.nnz,
+            "isolated": graph.isolated,
+            "ordering": order_used,
+            "u_div": bench.u_div,
+            "load_s": load_s,
+        }
+        print(
+            f"{name}: n={graph.n} arcs={graph.nnz} isolated={graph.isolated} "
+            f"ordering={order_used} U_div={bench.u_div:.0f}",
+            flush=True,
         )
+        return bench
 
-    base = {
-        "graph": name,
-        "n": graph.n,
-        "arcs": graph.nnz,
-        "isolated": graph.isolated,
-        "ordering": order_used,
-        "u_div": u_div,
-        "load_s": load_s,
-    }
-    print(
-        f"{name}: n={graph.n} arcs={graph.nnz} isolated={graph.isolated} "
-        f"ordering={order_used} U_div={u_div:.0f}",
-        flush=True,
-    )
+    def prepared(self, sigma: int) -> Prepared:
+        if sigma not in self._prepared:
+            import cupy as cp
+
+            t = time.perf_counter()
+            self._prepared[sigma] = Prepared.from_graph(self.graph, sigma, self.permutation, xp=cp)
+            cp.cuda.Device().synchronize()
+            print(f"  BVSS sigma={sigma} on GPU: {time.perf_counter() - t:.2f} s", flush=True)
+        return self._prepared[sigma]
+
+    def engine(self, spec: VariantSpec, eta: float, geometry=(256,), record_levels=False) -> Any:
+        block, per_sm, small, grid_blocks = (tuple(geometry) + (None,) * 4)[:4]
+        g = Geometry(block or 256, per_sm, grid_blocks, small)
+        return make_engine(
+            self.prepared(spec.sigma), spec, eta=eta, geometry=g, device="gpu",
+            record_levels=record_levels,
+        )  # fmt: skip
+
+
+def time_variants(b: Bench, specs: list[VariantSpec], eta: float, geometries: list) -> list[dict]:
+    rows = []
     for spec in specs:
         for geometry in geometries:
-            with engine(spec, eta, geometry) as eng:
-                row = bench_engine(eng, graph, srcs, name).to_dict()
+            with b.engine(spec, eta, geometry) as eng:
+                row = bench_engine(eng, b.graph, b.sources, b.name).to_dict()
                 row["variant"] += f" b{eng.block_size}x{eng.grid_size}" + (
                     f" sq{eng.small_queue}" if spec.launch == "persistent" else ""
                 )
@@ -159,49 +157,85 @@ def run_graph(
                 row["blocks_per_sm"] = max(1, eng.grid_size // eng.sms)
                 row["grid_blocks"] = eng.grid_size
                 row["small_queue"] = eng.small_queue
-            rows.append({**base, **row, "kind": "variant", "spec": spec.to_dict()})
+            rows.append({**b.base, **row, "kind": "variant", "spec": spec.to_dict()})
             print(
                 f"  {row['variant']:<44} {row['traversal_ms']:9.3f} ms"
                 f"  depth {row['depth_mean']:.0f}  bu {row['bottom_up_levels_mean']:.1f}"
                 f"  whole {row['whole_call_ms']:.3f}",
                 flush=True,
             )
-    # Per-level timeline of the best variant (Fig. 5 style): ms per level, and its direction.
-    best = min((r for r in rows if r["kind"] == "variant"), key=lambda r: r["traversal_ms"])
-    best_spec = VariantSpec.from_dict(best["spec"])
-    geometry = (
-        int(best["block_size"]),
-        int(best["blocks_per_sm"]),
-        int(best["small_queue"]),
-        int(best["grid_blocks"]),
-    )
-    with engine(best_spec, eta, geometry, record_levels=True) as eng:
-        eng.bfs(int(srcs[0]))
+    return rows
+
+
+def timeline(b: Bench, best: dict, eta: float) -> dict:
+    """Per-level timeline of the best variant (Fig. 5 style): ms per level, and its direction."""
+    spec = VariantSpec.from_dict(best["spec"])
+    keys = ("block_size", "blocks_per_sm", "small_queue", "grid_blocks")
+    geometry = tuple(int(best[k]) for k in keys)
+    with b.engine(spec, eta, geometry, record_levels=True) as eng:
+        eng.bfs(int(b.sources[0]))
         times, bottom_up = eng.level_times_ms()
         stages = eng.stage_times_ms()
-    rows.append(
-        {
-            **base,
-            "kind": "levels",
-            "variant": best["variant"],
-            "level_ms": times.tolist(),
-            "stage_ms": None if stages is None else stages.tolist(),
-            "bottom_up_levels": list(bottom_up),
-            "source": int(srcs[0]),
-        }
+    return {
+        **b.base,
+        "kind": "levels",
+        "variant": best["variant"],
+        "level_ms": times.tolist(),
+        "stage_ms": None if stages is None else stages.tolist(),
+        "bottom_up_levels": list(bottom_up),
+        "source": int(b.sources[0]),
+    }
+
+
+def paper_row(b: Bench) -> dict:
+    """The paper's fixed choice, its switching decided by the three-run rule."""
+    lazy = paper_spec(b.u_div, True).update == "lazy"
+    switching = lazy and three_run_rule(
+        lambda sw: b.engine(paper_spec(b.u_div, sw), DEFAULT_ETA), b.sources
     )
-    lazy_paper = paper_spec(u_div, True)
-    switching = lazy_paper.update == "lazy" and three_run_rule(
-        lambda sw: engine(paper_spec(u_div, sw), 10.0), srcs
-    )
-    with engine(paper_spec(u_div, switching), 10.0) as eng:
-        row = bench_engine(eng, graph, srcs, name).to_dict()
-    rows.append({**base, **row, "kind": "paper"})
+    with b.engine(paper_spec(b.u_div, switching), DEFAULT_ETA) as eng:
+        row = bench_engine(eng, b.graph, b.sources, b.name).to_dict()
     print(f"  paper choice {row['variant']:<19} {row['traversal_ms']:9.3f} ms", flush=True)
-    rows.append(
-        {**base, "kind": "scipy", "variant": "scipy", "traversal_ms": scipy_ms(graph, srcs[:4])}
-    )
+    return {**b.base, **row, "kind": "paper"}
+
+
+def run_graph(
+    name: str, specs: list[VariantSpec], n_sources: int, eta: float, geometries: list
+) -> list[dict]:
+    b = Bench.load(name, n_sources)
+    rows = time_variants(b, specs, eta, geometries)
+    best = min(rows, key=lambda r: r["traversal_ms"])
+    rows.append(timeline(b, best, eta))
+    rows.append(paper_row(b))
+    cpu = scipy_ms(b.graph, b.sources[:4])
+    rows.append({**b.base, "kind": "scipy", "variant": "scipy", "traversal_ms": cpu})
     return rows
+
+
+def write_results(rows: list[dict], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(rows, indent=1))
+    flat = [r for r in rows if r["kind"] != "levels"]  # timelines live in the JSON only
+    keys = sorted({k for r in flat for k in r})
+    with open(out / "results.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(flat)
+
+
+def print_summary(rows: list[dict], names: list[str]) -> None:
+    print("\nbest variant per graph (mean traversal ms; C++ anchor on an H200):")
+    for name in names:
+        mine = [r for r in rows if r["graph"] == name and r["kind"] == "variant"]
+        best = min(mine, key=lambda r: r["traversal_ms"])
+        paper = next(r for r in rows if r["graph"] == name and r["kind"] == "paper")
+        cpp = CPP_MS.get(name)
+        ratio = f"{best['traversal_ms'] / cpp:.2f}x C++" if cpp else ""
+        print(
+            f"  {name:<16} best {best['variant']:<30} {best['traversal_ms']:8.3f} ms {ratio:>10}"
+            f" | whole {best['whole_call_ms']:8.3f} ms | paper {paper['traversal_ms']:8.3f} ms"
+            f" | C++ {cpp if cpp else '-'}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         "--variants", default=None, help="quick | persistent | all | NAME[,NAME...] | JSON"
     )
     ap.add_argument("--sources", type=int, default=64)
-    ap.add_argument("--eta", type=float, default=10.0)
+    ap.add_argument("--eta", type=float, default=DEFAULT_ETA)
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--plot", action="store_true", help="draw a PNG (needs matplotlib)")
     ap.add_argument(
@@ -231,25 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         rows += run_graph(name, specs, args.sources, args.eta, geometries)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(rows, indent=1))
-    flat = [r for r in rows if r["kind"] != "levels"]  # timelines live in the JSON only
-    keys = sorted({k for r in flat for k in r})
-    with open(out / "results.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(flat)
-    print("\nbest variant per graph (mean traversal ms; C++ anchor on an H200):")
-    for name in names:
-        mine = [r for r in rows if r["graph"] == name and r["kind"] == "variant"]
-        best = min(mine, key=lambda r: r["traversal_ms"])
-        paper = next(r for r in rows if r["graph"] == name and r["kind"] == "paper")
-        cpp = CPP_MS.get(name)
-        ratio = f"{best['traversal_ms'] / cpp:.2f}x C++" if cpp else ""
-        print(
-            f"  {name:<16} best {best['variant']:<30} {best['traversal_ms']:8.3f} ms {ratio:>10}"
-            f" | paper {paper['traversal_ms']:8.3f} ms | C++ {cpp if cpp else '-'}"
-        )
+    write_results(rows, out)
+    print_summary(rows, names)
     if args.plot:
         from plot import plot_levels, plot_results
 

@@ -1,6 +1,6 @@
 """VariantSpec: the compile-time choices that make one generated BFS kernel differ from another.
 
-Axes (DESIGN.md, "Variant axes"):
+Axes (docs/variants.md):
 
 * ``sigma`` - slice width of the BVSS (4, 8, 16, 32); theta = 32/sigma slices per lane.
 * ``update`` - ``eager`` (Alg. 2: visited/level/frontier atomics in the MMA loop) or ``lazy``
@@ -25,6 +25,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 
+from blest.defaults import SIGMAS
 from blest.errors import ArgumentError
 
 __all__ = ["VariantSpec", "variants", "SPEC_FORMAT"]
@@ -32,7 +33,7 @@ __all__ = ["VariantSpec", "variants", "SPEC_FORMAT"]
 SPEC_FORMAT = 1
 
 _CHOICES: dict[str, tuple] = {
-    "sigma": (4, 8, 16, 32),
+    "sigma": SIGMAS,
     "update": ("eager", "lazy"),
     "dirty_sets": (False, True),
     "queue": ("vss", "sweep"),

@@ -1,7 +1,7 @@
 """Toolchain discovery (NVRTC, CUDA headers) and GPU guards.
 
 Nothing here needs a GPU except :func:`require_gpu` / :func:`device_arch`, and nothing imports
-CuPy at module import time. Header search order (DESIGN.md, "Tensor-core facts"):
+CuPy at module import time. Header search order:
 
 1. ``$BLEST_CUDA_INCLUDE`` (``os.pathsep``-separated, used verbatim: an explicit override);
 2. ``$CUDA_PATH/include``, ``$CUDA_HOME/include``;

@@ -2,7 +2,7 @@
 
 Every generator draws from ``numpy.random.default_rng(seed)``, so the same arguments give the
 same graph (arc for arc) on every machine with the same NumPy. The default seed is the project's
-benchmark seed, 27491095 (DESIGN.md, "Anchor figures"). Arcs go through
+benchmark seed (:data:`blest.defaults.SOURCE_SEED`). Arcs go through
 :meth:`Graph.from_arcs`, which drops self loops and duplicate arcs and counts them in
 ``graph.report``; sizes quoted below are after that cleaning.
 """
@@ -13,13 +13,14 @@ import math
 
 import numpy as np
 
+from blest.defaults import SOURCE_SEED
 from blest.errors import ArgumentError
 from blest.graph.core import MAX_VERTICES, Graph
 
 __all__ = ["DEFAULT_SEED", "delaunay", "grid2d", "kronecker", "random_geometric", "uniform"]
 
 #: The seed of the project's benchmark graphs and source draws.
-DEFAULT_SEED = 27491095
+DEFAULT_SEED = SOURCE_SEED
 
 # Edges generated per block: bounds the temporaries and keeps the random stream (and so the
 # graph) independent of the machine. Changing it changes every generated graph.

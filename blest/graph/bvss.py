@@ -1,6 +1,6 @@
 """Binarized Virtual Slice Sets (BVSS): the compressed adjacency the tensor-core kernels read.
 
-Layout (DESIGN.md, "Notation"), for slice width sigma in {4, 8, 16, 32}:
+Layout (docs/notation.md), for slice width sigma in {4, 8, 16, 32}:
 
 * theta = 32 / sigma slices per lane, tau = 32 * theta slices per virtual slice set (VSS).
 * Slice set s covers columns [s*sigma, (s+1)*sigma) of A (A[i][j] = 1 iff arc j→i), i.e. the
@@ -25,18 +25,18 @@ from typing import Any
 
 import numpy as np
 
+from blest.defaults import SIGMAS
 from blest.errors import ArgumentError
 
 __all__ = ["SIGMAS", "BVSS", "BVSSStats", "build_bvss", "u_div"]
 
-SIGMAS = (4, 8, 16, 32)
 _LITTLE = np.little_endian
 _PARALLEL_MIN_ARCS = 2_000_000  # below this, one piece (threads cost more than they save)
 
 
 @dataclass(frozen=True)
 class BVSSStats:
-    """Size and shape statistics of one BVSS (DESIGN.md definitions)."""
+    """Size and shape statistics of one BVSS (definitions in docs/notation.md)."""
 
     sigma: int
     n_slice_sets: int  # Ns = ceil(n / sigma), empty sets included
@@ -113,15 +113,6 @@ class BVSS:
             u_div=u_div(self),
             gpu_bytes=self.gpu_bytes,
         )
-
-    def slice_mask(self, position: np.ndarray) -> np.ndarray:
-        """Mask of the slices at flat positions ``v*tau + l*theta + k`` (NumPy arrays)."""
-        position = np.asarray(position, dtype=np.int64)
-        vss, rem = np.divmod(position, self.tau)
-        lane, slot = np.divmod(rem, self.theta)
-        words = np.asarray(self.to_numpy().masks)[vss * 32 + lane].astype(np.uint64)
-        full = np.uint64((1 << self.sigma) - 1)
-        return ((words >> (slot * self.sigma).astype(np.uint64)) & full).astype(np.uint32)
 
 
 def build_bvss(graph: Any, sigma: int, *, xp: Any = None) -> BVSS:
@@ -351,7 +342,7 @@ def _build_sets(
 
 
 def u_div(bvss: BVSS) -> float:
-    """Average row-id spread inside VSSs (DESIGN.md's U_div, at this BVSS's sigma).
+    """Average row-id spread inside VSSs (U_div of docs/notation.md, at this BVSS's sigma).
 
     For each VSS and each of its theta slot columns with a nonzero mask, the population
     standard deviation of the row ids of the nonzero slices; averaged over those columns,

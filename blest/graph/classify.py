@@ -1,6 +1,6 @@
 """Scale-free-like classification and the paper's default ordering.
 
-Test (DESIGN.md, "Scale-free-like", after the Blest paper's footnote and the original C++):
+Test (docs/notation.md, "Scale-free-like", after the Blest paper's footnote and the original C++):
 a graph is scale-free-like when, on its out-degrees or on its in-degrees,
 
 * the top 1% of vertices (⌈n/100⌉ of them, by degree) hold ≥ 5% of the degree AND the top 10%

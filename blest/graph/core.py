@@ -1,6 +1,6 @@
 """The cleaned graph every other stage reads: out- and in-adjacency in CSR form.
 
-Conventions (DESIGN.md, "Graph conventions"): vertex ids are 0-based; an edge u→v is an arc;
+Conventions (docs/conventions.md): vertex ids are 0-based; an edge u→v is an arc;
 ``out_csr`` row u lists the out-neighbours of u (CSC of the paper's transposed adjacency A,
 read by BVSS and JaccardWithWindows), ``in_csr`` row v lists the in-neighbours of v (CSR of A,
 read by the bottom-up kernel). An undirected graph stores both arcs of every edge, and its

@@ -47,7 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from blest import defaults
+from blest.defaults import DEFAULT_SIGMA as _SIGMA
+from blest.defaults import JACCARD_WINDOW
 from blest.errors import ArgumentError
 from blest.graph.core import Graph
 
@@ -63,8 +64,8 @@ __all__ = [
     "jaccard_with_windows",
 ]
 
-DEFAULT_SIGMA = defaults.DEFAULT_SIGMA
-DEFAULT_WINDOW = defaults.JACCARD_WINDOW
+DEFAULT_SIGMA = _SIGMA
+DEFAULT_WINDOW = JACCARD_WINDOW
 NUMBA_MISSING = (
     "numba is not installed and no GPU is usable: JaccardWithWindows fell back to RCM "
     "(pip install 'blest-bfs[jit]' for the CPU path)"

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from blest.defaults import DEFAULT_ETA
 from blest.errors import ArgumentError
 from blest.reference.bitmaps import (
     bitmap_to_bool,
@@ -130,6 +131,95 @@ def _bottom_up_reached(
     return unv[hits > 0]
 
 
+@dataclass(eq=False)
+class _Run:
+    """The mutable state of one emulated traversal (internal ids, as the kernels keep it)."""
+
+    masks: np.ndarray
+    rows: np.ndarray
+    real_ptrs: np.ndarray
+    v2r: np.ndarray
+    sigma: int
+    n: int
+    levels: np.ndarray
+    frontier: np.ndarray
+    visited: np.ndarray
+    v_next: np.ndarray
+    dirty: np.ndarray
+    queue: np.ndarray
+    unvisited: int
+
+    @classmethod
+    def start(cls, b: Any, src: int) -> _Run:
+        sigma, n, nv = int(b.sigma), int(b.n), b.n_vss
+        n_w = n_words(n)
+        levels = np.full(n, -1, dtype=np.int32)
+        levels[src] = 0
+        frontier = np.zeros(n_w, dtype=np.uint32)
+        frontier[src >> 5] = np.uint32(1 << (src & 31))
+        real_ptrs = np.asarray(b.real_ptrs, dtype=np.int64)
+        return cls(
+            masks=np.asarray(b.masks, dtype=np.uint32).reshape(nv, 32),
+            rows=np.asarray(b.row_ids).reshape(nv, b.tau),
+            real_ptrs=real_ptrs,
+            v2r=np.asarray(b.virtual_to_real, dtype=np.int64),
+            sigma=sigma,
+            n=n,
+            levels=levels,
+            frontier=frontier,
+            visited=frontier.copy(),
+            v_next=np.zeros(n_w, dtype=np.uint32),
+            dirty=np.zeros(n_w, dtype=bool),
+            queue=vss_of_sets(np.asarray([src // sigma]), real_ptrs),  # Q_0 (queue="vss")
+            unvisited=n - 1,
+        )
+
+
+def _check_options(update: str, queue: str, switching: bool, dirty_sets: bool) -> None:
+    if update not in ("eager", "lazy"):
+        raise ArgumentError(f"update must be 'eager' or 'lazy', got {update!r}")
+    if queue not in ("vss", "sweep"):
+        raise ArgumentError(f"queue must be 'vss' or 'sweep', got {queue!r}")
+    if update == "eager" and (switching or dirty_sets):
+        raise ArgumentError("dirty_sets and switching need update='lazy' (it owns V_next)")
+
+
+def _update_eager(r: _Run, candidates: np.ndarray, queue: str) -> np.ndarray:
+    """atomicOr(visited) decides who is new; F_{L+1} is a fresh buffer; the first thread to
+    light a slice set appends its VSSs. Returns the new vertices."""
+    new_ids = np.unique(candidates)
+    w, bits = ids_to_words(new_ids)
+    r.frontier = np.zeros_like(r.frontier)
+    r.frontier[w] = bits
+    r.visited[w] |= bits
+    r.unvisited -= int(new_ids.size)
+    if queue == "vss":
+        r.queue = vss_of_sets(np.unique(new_ids // r.sigma), r.real_ptrs)
+    return new_ids
+
+
+def _update_lazy(r: _Run, candidates: np.ndarray, queue: str, dirty_sets: bool) -> np.ndarray:
+    """No-return atomicOr into V_next, then finalization over every word (or, with dirty sets,
+    over the dirty words and the old frontier's words). Returns the new vertices."""
+    w, bits = ids_to_words(candidates)
+    r.v_next[w] |= bits
+    if dirty_sets:  # top-down and bottom-up mark the words they OR into alike
+        r.dirty[w] = True
+    if dirty_sets:
+        fin = np.flatnonzero(r.dirty | (r.frontier != 0))
+    else:
+        fin = np.arange(r.frontier.size, dtype=np.int64)
+    new = r.v_next[fin] & ~r.visited[fin]
+    r.visited[fin] |= new
+    r.frontier[fin] = new  # in place: words outside ``fin`` keep their old value
+    r.v_next[fin] = 0
+    r.dirty[fin] = False
+    r.unvisited -= int(popcount32(new).sum(dtype=np.int64))
+    if queue == "vss":
+        r.queue = vss_of_sets(sets_of_words(new, fin, r.sigma), r.real_ptrs)
+    return words_to_ids(new, fin)
+
+
 def emulate_bfs(
     bvss: Any,
     graph_or_in_csr: Any,
@@ -137,7 +227,7 @@ def emulate_bfs(
     *,
     update: str = "lazy",
     switching: bool = False,
-    eta: float = 10.0,
+    eta: float = DEFAULT_ETA,
     dirty_sets: bool = False,
     queue: str = "vss",
     depth_limit: int | None = None,
@@ -169,12 +259,7 @@ def emulate_bfs(
     record : bool
         Keep a copy of every level's state.
     """
-    if update not in ("eager", "lazy"):
-        raise ArgumentError(f"update must be 'eager' or 'lazy', got {update!r}")
-    if queue not in ("vss", "sweep"):
-        raise ArgumentError(f"queue must be 'vss' or 'sweep', got {queue!r}")
-    if update == "eager" and (switching or dirty_sets):
-        raise ArgumentError("dirty_sets and switching need update='lazy' (it owns V_next)")
+    _check_options(update, queue, switching, dirty_sets)
     if depth_limit is not None and int(depth_limit) < 0:
         raise ArgumentError(f"depth_limit must be >= 0, got {depth_limit}")
     b = bvss.to_numpy()
@@ -185,85 +270,45 @@ def emulate_bfs(
         raise ArgumentError(f"graph has {graph_or_in_csr.n} vertices but the BVSS has {n}")
     src = check_source(src, n)
     lazy = update == "lazy"
-    if switching:
-        if graph_or_in_csr is None:
-            raise ArgumentError("switching needs the in-adjacency (a Graph or in_csr)")
-        in_ptr, in_idx = _in_adjacency(graph_or_in_csr, n)
-
-    n_sets, nv, tau = b.n_slice_sets, b.n_vss, b.tau
-    masks = np.asarray(b.masks, dtype=np.uint32).reshape(nv, 32)
-    rows = np.asarray(b.row_ids).reshape(nv, tau)
-    real_ptrs = np.asarray(b.real_ptrs, dtype=np.int64)
-    v2r = np.asarray(b.virtual_to_real, dtype=np.int64)
-    n_w = n_words(n)
-
-    levels = np.full(n, -1, dtype=np.int32)
-    levels[src] = 0
-    frontier = np.zeros(n_w, dtype=np.uint32)
-    frontier[src >> 5] = np.uint32(1 << (src & 31))
-    visited = frontier.copy()
-    v_next = np.zeros(n_w, dtype=np.uint32)
-    dirty = np.zeros(n_w, dtype=bool)
-    all_words = np.arange(n_w, dtype=np.int64)
-    unvisited = n - 1
-    q = vss_of_sets(np.asarray([src // sigma]), real_ptrs)  # Q_0 (queue="vss")
+    if switching and graph_or_in_csr is None:
+        raise ArgumentError("switching needs the in-adjacency (a Graph or in_csr)")
+    in_adj = _in_adjacency(graph_or_in_csr, n) if switching else None
+    r = _Run.start(b, src)
     states: list[LevelState] = []
     level = 0
     while True:
-        alphas = set_alphas(frontier, sigma, n_sets)
+        alphas = set_alphas(r.frontier, sigma, b.n_slice_sets)
         if queue == "sweep":  # visit every VSS, skip those whose set has no frontier bit
-            q = np.flatnonzero(alphas[v2r] != 0)
-        stop = not frontier.any() or (depth_limit is not None and level >= depth_limit)
-        if stop:
-            direction = None
-        elif lazy and switching and unvisited < eta * q.size:
-            direction = BOTTOM_UP
-        else:
-            direction = TOP_DOWN
+            r.queue = np.flatnonzero(alphas[r.v2r] != 0)
+        stop = not r.frontier.any() or (depth_limit is not None and level >= depth_limit)
+        direction = None
+        if not stop:
+            bottom_up = lazy and switching and r.unvisited < eta * r.queue.size
+            direction = BOTTOM_UP if bottom_up else TOP_DOWN
         if record:
             states.append(
-                LevelState(level, frontier.copy(), visited.copy(), np.sort(q), direction, unvisited)
-            )
+                LevelState(
+                    level, r.frontier.copy(), r.visited.copy(), np.sort(r.queue), direction,
+                    r.unvisited,
+                )
+            )  # fmt: skip
         if stop:
             break
-
         if direction == TOP_DOWN:
-            reached = _top_down_reached(masks, rows, v2r, alphas, q, sigma)
-            candidates = reached[~bits_set(visited, reached)]
+            reached = _top_down_reached(r.masks, r.rows, r.v2r, alphas, r.queue, sigma)
+            candidates = reached[~bits_set(r.visited, reached)]
         else:
-            candidates = _bottom_up_reached(in_ptr, in_idx, visited, frontier, n)
-
-        if not lazy:  # eager: atomicOr(visited) decides who is new; F_{L+1} fresh buffer
-            new_ids = np.unique(candidates)
-            w, bits = ids_to_words(new_ids)
-            frontier = np.zeros(n_w, dtype=np.uint32)
-            frontier[w] = bits
-            visited[w] |= bits
-            unvisited -= int(new_ids.size)
-            if queue == "vss":  # the first thread to light a set appends its VSSs
-                q = vss_of_sets(np.unique(new_ids // sigma), real_ptrs)
+            candidates = _bottom_up_reached(*in_adj, r.visited, r.frontier, n)
+        if lazy:
+            new_ids = _update_lazy(r, candidates, queue, dirty_sets)
         else:
-            w, bits = ids_to_words(candidates)  # no-return atomicOr into V_next
-            v_next[w] |= bits
-            if dirty_sets:  # top-down and bottom-up mark the words they OR into alike
-                dirty[w] = True
-            fin = np.flatnonzero(dirty | (frontier != 0)) if dirty_sets else all_words
-            new = v_next[fin] & ~visited[fin]
-            visited[fin] |= new
-            frontier[fin] = new  # in place: words outside ``fin`` keep their old value
-            v_next[fin] = 0
-            dirty[fin] = False
-            new_ids = words_to_ids(new, fin)
-            unvisited -= int(popcount32(new).sum(dtype=np.int64))
-            if queue == "vss":
-                q = vss_of_sets(sets_of_words(new, fin, sigma), real_ptrs)
-        levels[new_ids] = level + 1
+            new_ids = _update_eager(r, candidates, queue)
+        r.levels[new_ids] = level + 1
         level += 1
         if level > n:  # a BFS has at most n levels; stale frontier bits would loop forever
             raise RuntimeError(f"emulation diverged: level {level} on {n} vertices")
-
-    depth = int(levels.max()) if n else 0
-    return EmulatorResult(levels=levels, depth=depth, states=states if record else None)
+    depth = int(r.levels.max()) if n else 0
+    return EmulatorResult(levels=r.levels, depth=depth, states=states if record else None)
 
 
 def emulate_spec(
@@ -272,7 +317,7 @@ def emulate_spec(
     src: Any,
     spec: Any,
     *,
-    eta: float = 10.0,
+    eta: float = DEFAULT_ETA,
     depth_limit: int | None = None,
     record: bool = True,
 ) -> EmulatorResult:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from blest.defaults import SIGMAS
 from blest.errors import ArgumentError
 from blest.reference.bitmaps import popcount32
 
@@ -33,7 +34,6 @@ __all__ = [
     "slot_popcounts",
 ]
 
-SIGMAS = (4, 8, 16, 32)
 #: B lanes 9c holding alpha (column 2c, k-word c) and 9c+4 holding alpha << sigma (column 2c+1).
 B_ALPHA_LANES = (0, 9, 18, 27)
 B_SHIFTED_LANES = (4, 13, 22, 31)

@@ -3,8 +3,8 @@
 SciPy returns the BFS order and the predecessor tree; the level of every reached vertex is its
 depth in that tree, computed by pointer jumping (each round doubles the jump length, so
 O(n log depth) work in ``ceil(log2 depth) + 1`` vectorized rounds, no per-vertex Python loop).
-These are the levels every Blest variant must reproduce (Blest paper, Alg. 2/3/4; DESIGN.md,
-"Timing protocol" for the SciPy baseline).
+These are the levels every Blest variant must reproduce (Blest paper, Alg. 2/3/4); SciPy's BFS is
+also the CPU baseline of the timing protocol (docs/design.md).
 """
 
 from __future__ import annotations
