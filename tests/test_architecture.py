@@ -150,8 +150,10 @@ def test_eta_defaults_come_from_defaults():
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             args = node.args
-            pairs = list(zip(args.args[len(args.args) - len(args.defaults) :], args.defaults))
-            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            positional = args.args[len(args.args) - len(args.defaults) :]
+            pairs = list(zip(positional, args.defaults, strict=True))
+            kw = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+            pairs += [(a, d) for a, d in kw if d is not None]
             for arg, default in pairs:
                 if arg.arg == "eta" and isinstance(default, ast.Constant):
                     offenders.append(f"{module}:{node.lineno} {node.name}")
