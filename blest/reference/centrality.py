@@ -39,6 +39,7 @@ __all__ = [
     "closeness_from_sums",
     "harmonic",
     "harmonic_from_sums",
+    "level_counts",
     "source_sums",
     "sums_from_levels",
 ]
