@@ -1,0 +1,350 @@
+"""Sources over several processes (one per GPU): partition, exact reduction, local workers.
+
+The sources of a multi-source BFS are cut into consecutive batches of ``kappa`` (the GPU runs
+``kappa`` searches per batch; consecutive ids are close in the graph's ordering, so a batch
+shares most of its frontier). Whole batches are dealt round robin over the ranks, each rank
+computes :class:`~blest.reference.centrality.SourceSums` for its positions, and
+:func:`reduce_sums` scatters them into full-length zero arrays and sums those over the ranks.
+Every position is computed by exactly one rank, so the float sums are exact (``x + 0.0 == x``)
+and the result is bit-identical to a single-process run, whatever the order of the reduction.
+
+Two ways to get ranks:
+
+* MPI, one process per GPU over one or more hosts::
+
+      mpirun -n 4 python my_script.py
+
+  where ``my_script.py`` does::
+
+      world = mpi_world()                  # (comm, rank, size), or None outside mpirun
+      comm, rank, size = world if world else (SerialComm(), 0, 1)
+      sums = cpu_sums_worker(rank, size, comm, graph, sources, kappa, graph.directed)
+
+  (``mpi4py`` and an MPI library must be installed; every rank gets the reduced sums.)
+* :func:`run_local_workers`, one spawned process per local GPU, no MPI needed::
+
+      sums = run_local_workers(cpu_sums_worker, 2, graph, sources, kappa, graph.directed)
+
+A communicator is duck-typed: ``Allreduce(sendbuf, recvbuf, op=...)`` on NumPy arrays, with
+``Get_rank()`` / ``Get_size()``, as ``mpi4py.MPI.Comm`` has. Only summation is used.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from blest.graph.core import Graph
+from blest.reference.centrality import SourceSums, as_sources, source_sums
+
+__all__ = [
+    "SUM",
+    "LocalComm",
+    "SerialComm",
+    "WorkerError",
+    "batches",
+    "cpu_sums_worker",
+    "mpi_world",
+    "partition",
+    "reduce_sums",
+    "run_local_workers",
+]
+
+#: The summation op of the communicators defined here (MPI communicators use ``MPI.SUM``).
+SUM = "sum"
+
+#: Environment variables that MPI launchers (Open MPI, MPICH / Hydra, PMIx, Intel MPI) set.
+MPI_ENV_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
+
+
+# ---------------------------------------------------------------------------- partition
+def _check_count(name: str, value: int, low: int) -> int:
+    if isinstance(value, bool) or int(value) != value or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def batches(n_sources: int, kappa: int) -> list[range]:
+    """Consecutive batches of ``kappa`` source positions (the last one may be shorter)."""
+    n_sources = _check_count("n_sources", n_sources, 0)
+    kappa = _check_count("kappa", kappa, 1)
+    return [range(at, min(at + kappa, n_sources)) for at in range(0, n_sources, kappa)]
+
+
+def partition(n_sources: int, kappa: int, rank: int, size: int) -> np.ndarray:
+    """Source positions of ``rank`` among ``size``: batch ``b`` goes to rank ``b % size``.
+
+    Returns an int64 array, increasing; the ranks together hold every position of
+    ``range(n_sources)`` exactly once, and ranks past the number of batches hold none.
+    """
+    n_sources = _check_count("n_sources", n_sources, 0)
+    kappa = _check_count("kappa", kappa, 1)
+    size = _check_count("size", size, 1)
+    rank = _check_count("rank", rank, 0)
+    if rank >= size:
+        raise ValueError(f"rank {rank} out of range for {size} ranks")
+    positions = np.arange(n_sources, dtype=np.int64)
+    return positions[(positions // kappa) % size == rank]
+
+
+# ---------------------------------------------------------------------------- reduction
+def _sum_op(comm: Any) -> Any:
+    """``MPI.SUM`` for an mpi4py communicator, else the comm's own ``SUM`` or :data:`SUM`."""
+    if type(comm).__module__.startswith("mpi4py"):
+        from mpi4py import MPI
+
+        return MPI.SUM
+    return getattr(comm, "SUM", SUM)
+
+
+def reduce_sums(comm: Any, n_sources: int, positions: Any, local: SourceSums) -> SourceSums:
+    """Full :class:`SourceSums` on every rank from each rank's sums at its ``positions``.
+
+    Parameters
+    ----------
+    comm
+        A communicator (``Allreduce``); every rank must call this with the same
+        ``n_sources``, and the ranks' ``positions`` must not overlap.
+    n_sources : int
+        Length of the full source list.
+    positions : array of int
+        Positions (in the full list) of this rank's sources, in the order of ``local``.
+    local : SourceSums
+        This rank's sums.
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    if positions.shape != (len(local),):
+        raise ValueError(f"{positions.size} positions for {len(local)} local sums")
+    full = local.scatter(positions, _check_count("n_sources", n_sources, 0))
+    op = _sum_op(comm)
+    ints = np.stack([full.dist, full.reach])
+    ints_out = np.empty_like(ints)
+    floats_out = np.empty_like(full.harmonic)
+    comm.Allreduce(ints, ints_out, op=op)
+    comm.Allreduce(full.harmonic, floats_out, op=op)
+    return SourceSums(ints_out[0], ints_out[1], floats_out)
+
+
+def cpu_sums_worker(
+    rank: int, size: int, comm: Any, graph: Graph, sources: Any, kappa: int, reverse: bool
+) -> SourceSums:
+    """One rank's share of :func:`~blest.reference.centrality.source_sums`, reduced.
+
+    Computes the sums of this rank's batches on the CPU and returns the sums of all
+    ``sources`` (every rank gets them). A worker function for :func:`run_local_workers`.
+    """
+    srcs = as_sources(sources, graph.n)
+    positions = partition(srcs.size, kappa, rank, size)
+    local = source_sums(graph, srcs[positions], reverse=reverse)
+    return reduce_sums(comm, srcs.size, positions, local)
+
+
+def _reduce_buffers(buffers: list[np.ndarray], op: Any) -> np.ndarray:
+    if op not in (SUM, None):
+        raise ValueError(f"unsupported reduction op {op!r}; only {SUM!r} is implemented")
+    total = buffers[0].copy()
+    for b in buffers[1:]:
+        total += b
+    return total
+
+
+class SerialComm:
+    """A communicator of one rank: ``Allreduce`` copies."""
+
+    rank = 0
+    size = 1
+    SUM = SUM
+
+    def Get_rank(self) -> int:
+        return 0
+
+    def Get_size(self) -> int:
+        return 1
+
+    def Allreduce(self, sendbuf: np.ndarray, recvbuf: np.ndarray, op: Any = SUM) -> None:
+        recvbuf[...] = _reduce_buffers([np.asarray(sendbuf)], op)
+
+
+# ---------------------------------------------------------------------------- local workers
+class WorkerError(RuntimeError):
+    """A worker process failed; carries its rank and its traceback text.
+
+    Attributes
+    ----------
+    rank : int
+    remote_traceback : str
+        The traceback as the worker formatted it ("" when the worker died without one).
+    """
+
+    def __init__(self, rank: int, message: str, remote_traceback: str = ""):
+        self.rank = rank
+        self.remote_traceback = remote_traceback
+        text = f"worker {rank}: {message}"
+        if remote_traceback:
+            text += "\n\nTraceback in the worker:\n" + remote_traceback.rstrip()
+        super().__init__(text)
+
+
+class LocalComm:
+    """The communicator of a :func:`run_local_workers` worker: reductions go through the parent.
+
+    ``Allreduce`` sends the buffer over the worker's pipe; the parent sums the buffers of all
+    ranks in rank order and sends the total back to each.
+    """
+
+    SUM = SUM
+
+    def __init__(self, rank: int, size: int, conn: Any):
+        self.rank, self.size, self._conn = rank, size, conn
+
+    def Get_rank(self) -> int:
+        return self.rank
+
+    def Get_size(self) -> int:
+        return self.size
+
+    def Allreduce(self, sendbuf: np.ndarray, recvbuf: np.ndarray, op: Any = SUM) -> None:
+        if op not in (SUM, None):
+            raise ValueError(f"unsupported reduction op {op!r}; only {SUM!r} is implemented")
+        self._conn.send(("allreduce", np.ascontiguousarray(sendbuf)))
+        recvbuf[...] = self._conn.recv()
+
+
+def _worker_main(fn: Callable[..., Any], rank: int, size: int, conn: Any, args: tuple) -> None:
+    """Body of a worker process: run ``fn`` and report its result or its exception."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    try:
+        result = fn(rank, size, LocalComm(rank, size, conn), *args)
+        conn.send(("result", result))  # an unpicklable result is reported as an error
+    except BaseException as exc:
+        conn.send(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+    finally:
+        conn.close()
+
+
+def _stop(procs: list[Any], grace: float = 0.5) -> None:
+    """Terminate the workers still running; kill those still there ``grace`` seconds later."""
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + grace
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
+def run_local_workers(fn: Callable[..., Any], n_workers: int, *args: Any) -> Any:
+    """Run ``fn(rank, size, comm, *args)`` in ``n_workers`` spawned processes.
+
+    ``fn`` must be a picklable top-level function, and every worker must make the same
+    sequence of ``comm.Allreduce`` calls. Returns rank 0's result (after an ``Allreduce``
+    every rank holds the same reduced arrays). Workers are not daemons, so they may start
+    processes of their own (a kernel compile pool); they never outlive this call.
+
+    Raises
+    ------
+    WorkerError
+        A worker raised (its traceback text is in the message) or died; the other workers
+        are stopped.
+    KeyboardInterrupt
+        After stopping every worker (SIGTERM, then SIGKILL 0.5 s later). Workers ignore
+        SIGINT, so a Ctrl-C sent to the whole process group is handled here only.
+    """
+    import multiprocessing as mp
+
+    size = _check_count("n_workers", n_workers, 1)
+    ctx = mp.get_context("spawn")
+    conns: list[Any] = []
+    procs: list[Any] = []
+    try:
+        for rank in range(size):
+            parent_end, child_end = ctx.Pipe()
+            conns.append(parent_end)
+            p = ctx.Process(
+                target=_worker_main,
+                args=(fn, rank, size, child_end, args),
+                name=f"blest-worker-{rank}",
+            )
+            procs.append(p)
+            p.start()
+            child_end.close()
+        return _serve(conns, procs)
+    finally:
+        _stop(procs)
+        for c in conns:
+            c.close()
+
+
+def _serve(conns: list[Any], procs: list[Any]) -> Any:
+    """The parent's loop: answer reductions, collect results, surface failures."""
+    from multiprocessing.connection import wait
+
+    size = len(conns)
+    by_conn = {id(c): r for r, c in enumerate(conns)}
+    by_sentinel = {p.sentinel: r for r, p in enumerate(procs)}
+    pending: dict[int, np.ndarray] = {}
+    results: dict[int, Any] = {}
+    while len(results) < size:
+        todo = [r for r in range(size) if r not in results]
+        for ready in wait([conns[r] for r in todo] + [procs[r].sentinel for r in todo]):
+            if isinstance(ready, int):  # a process ended; fine once its last message is read
+                r = by_sentinel[ready]
+                if r not in results and not conns[r].poll():
+                    raise _died(r, procs[r])
+                continue
+            r = by_conn[id(ready)]
+            kind, payload = _receive(ready, r, procs[r])
+            if kind == "result":
+                results[r] = payload
+                continue
+            if results:
+                raise WorkerError(r, "called Allreduce after another worker returned")
+            pending[r] = payload
+            if len(pending) == size:
+                total = _reduce_buffers([pending[q] for q in range(size)], SUM)
+                for q in range(size):
+                    conns[q].send(total)
+                pending.clear()
+    return results[0]
+
+
+def _died(rank: int, proc: Any) -> WorkerError:
+    proc.join(1.0)
+    return WorkerError(rank, f"exited with code {proc.exitcode} without a result")
+
+
+def _receive(conn: Any, rank: int, proc: Any) -> tuple[str, Any]:
+    """The next ("allreduce" | "result", payload) message of a worker; raises its failure."""
+    try:
+        kind, *payload = conn.recv()
+    except EOFError:
+        raise _died(rank, proc) from None
+    if kind == "error":
+        raise WorkerError(rank, payload[0], payload[1])
+    return kind, payload[0]
+
+
+# ---------------------------------------------------------------------------- MPI
+def mpi_world() -> tuple[Any, int, int] | None:
+    """``(MPI.COMM_WORLD, rank, size)`` when launched by ``mpirun`` and mpi4py imports.
+
+    A launcher is recognized by one of :data:`MPI_ENV_VARS`; outside a launcher, or without
+    mpi4py, returns None (and never imports mpi4py outside a launcher).
+    """
+    if not any(v in os.environ for v in MPI_ENV_VARS):
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return None
+    comm = MPI.COMM_WORLD
+    return comm, int(comm.Get_rank()), int(comm.Get_size())

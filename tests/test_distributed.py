@@ -1,0 +1,292 @@
+"""Partitioning sources over ranks and reducing their sums (blest.runtime.distributed).
+
+Ranks are simulated with threads sharing one fake communicator, with spawned processes
+(``run_local_workers``), and with a real ``mpirun -n 2`` when mpi4py and an MPI launcher are
+installed. Every distributed result must be bit-identical to the single-process one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from random_graphs import arcs_of, make_directed, make_disconnected, make_power_law
+
+from blest.reference.centrality import SourceSums, closeness, closeness_from_sums, source_sums
+from blest.runtime import distributed as D
+from blest.runtime.distributed import (
+    SerialComm,
+    WorkerError,
+    batches,
+    cpu_sums_worker,
+    mpi_world,
+    partition,
+    reduce_sums,
+    run_local_workers,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def assert_identical(a: SourceSums, b: SourceSums) -> None:
+    assert a.identical(b), "sums differ in some bit"
+
+
+# ---------------------------------------------------------------------- partition
+def test_batches():
+    assert batches(0, 4) == []
+    assert batches(10, 4) == [range(0, 4), range(4, 8), range(8, 10)]
+    assert batches(3, 8) == [range(0, 3)]
+    with pytest.raises(ValueError):
+        batches(5, 0)
+    with pytest.raises(ValueError):
+        batches(-1, 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n_sources=st.integers(0, 400),
+    kappa=st.integers(1, 50),
+    size=st.integers(1, 12),
+)
+def test_partition_deals_whole_batches_round_robin(n_sources, kappa, size):
+    parts = [partition(n_sources, kappa, rank, size) for rank in range(size)]
+    joined = np.concatenate(parts)
+    np.testing.assert_array_equal(np.sort(joined), np.arange(n_sources))
+    n_batches = len(batches(n_sources, kappa))
+    for rank, positions in enumerate(parts):
+        assert positions.dtype == np.int64
+        assert np.all(np.diff(positions) > 0)
+        mine = [b for i, b in enumerate(batches(n_sources, kappa)) if i % size == rank]
+        np.testing.assert_array_equal(positions, [p for b in mine for p in b])
+        if rank >= n_batches:
+            assert positions.size == 0
+
+
+def test_partition_rejects_bad_ranks():
+    for args in [(10, 2, 2, 2), (10, 2, -1, 2), (10, 2, 0, 0), (10, 0, 0, 1), (-1, 2, 0, 1)]:
+        with pytest.raises(ValueError):
+            partition(*args)
+
+
+# ---------------------------------------------------------------------- reduction
+class ThreadComm:
+    """One rank of an in-process communicator: ranks are threads, reductions meet at a barrier
+    and each rank sums every rank's buffer in rank order, as MPI_Allreduce would."""
+
+    SUM = "my-sum"
+
+    def __init__(self, shared: dict, rank: int, size: int):
+        self.shared, self.rank, self.size = shared, rank, size
+
+    def Get_rank(self) -> int:
+        return self.rank
+
+    def Get_size(self) -> int:
+        return self.size
+
+    def Allreduce(self, sendbuf, recvbuf, op=None) -> None:
+        assert op == self.SUM
+        barrier, slots = self.shared["barrier"], self.shared["slots"]
+        slots[self.rank] = np.array(sendbuf, copy=True)
+        barrier.wait()
+        total = np.zeros_like(slots[0])
+        for q in range(self.size):
+            total += slots[q]
+        barrier.wait()
+        recvbuf[...] = total
+        self.shared["calls"][self.rank] += 1
+
+
+def run_threads(size: int, fn, *args) -> list:
+    shared = {"barrier": threading.Barrier(size), "slots": [None] * size, "calls": [0] * size}
+    results = [None] * size
+    errors = []
+
+    def body(rank):
+        try:
+            results[rank] = fn(rank, size, ThreadComm(shared, rank, size), *args)
+        except BaseException as exc:  # pragma: no cover - shown by the assert below
+            errors.append(exc)
+            shared["barrier"].abort()
+
+    threads = [threading.Thread(target=body, args=(r,)) for r in range(size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert len(set(shared["calls"])) == 1
+    return results
+
+
+@pytest.mark.parametrize("size, kappa", [(1, 8), (2, 8), (3, 5), (5, 16), (7, 1), (6, 64)])
+def test_reduce_sums_bit_identical_to_one_process(size, kappa, rng):
+    graph = make_disconnected(rng, 200)
+    sources = rng.integers(0, graph.n, 90)
+    serial = source_sums(graph, sources, reverse=graph.directed)
+    for result in run_threads(size, cpu_sums_worker, graph, sources, kappa, graph.directed):
+        assert_identical(result, serial)
+
+
+def test_reduce_sums_with_serial_comm_and_checks(rng):
+    graph = make_power_law(rng, 120)
+    serial = source_sums(graph, np.arange(graph.n), reverse=False)
+    result = cpu_sums_worker(0, 1, SerialComm(), graph, np.arange(graph.n), 32, False)
+    assert_identical(result, serial)
+    with pytest.raises(ValueError):
+        reduce_sums(SerialComm(), 10, [0, 1, 2], SourceSums.zeros(2))
+    with pytest.raises(ValueError):
+        SerialComm().Allreduce(np.zeros(2), np.zeros(2), op="max")
+
+
+# ---------------------------------------------------------------------- local worker processes
+def failing_worker(rank: int, size: int, comm, message: str) -> None:
+    if rank == 1:
+        raise ValueError(message)
+    comm.Allreduce(np.zeros(1), np.zeros(1), op=comm.SUM)  # blocks: rank 1 never joins
+
+
+def dying_worker(rank: int, size: int, comm) -> None:
+    os._exit(3)
+
+
+def test_local_workers_bit_identical_to_serial(rng):
+    graph = make_directed(rng, 300)
+    sources = np.arange(graph.n)
+    serial = source_sums(graph, sources, reverse=True)
+    result = run_local_workers(cpu_sums_worker, 2, graph, sources, 16, True)
+    assert_identical(result, serial)
+    np.testing.assert_array_equal(closeness_from_sums(result, graph.n), closeness(graph))
+
+
+def test_worker_exception_surfaces_in_parent():
+    t0 = time.monotonic()
+    with pytest.raises(WorkerError) as info:
+        run_local_workers(failing_worker, 2, "no luck on rank 1")
+    assert info.value.rank == 1
+    text = str(info.value)
+    assert "ValueError: no luck on rank 1" in text
+    assert "failing_worker" in info.value.remote_traceback and "Traceback" in text
+    with pytest.raises(WorkerError, match="exited with code 3"):
+        run_local_workers(dying_worker, 1)
+    assert time.monotonic() - t0 < 30
+
+
+CTRL_C_SCRIPT = """
+import os, sys, time
+from blest.runtime.distributed import run_local_workers
+
+def sleeper(rank, size, comm, folder):
+    open(os.path.join(folder, f"{rank}.pid"), "w").write(str(os.getpid()))
+    if rank == 0:
+        time.sleep(300)
+    while True:  # busy, in Python
+        pass
+
+if __name__ == "__main__":
+    run_local_workers(sleeper, 2, sys.argv[1])
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0]
+    except FileNotFoundError:
+        return True
+    return state in "ZX"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_ctrl_c_stops_every_worker(tmp_path):
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(CTRL_C_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path)],
+        env=env,
+        start_new_session=True,  # its own process group, as a shell job would have
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.glob("*.pid"))) < 2:
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "workers did not start"
+            time.sleep(0.05)
+        pids = [int(p.read_text()) for p in tmp_path.glob("*.pid")]
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        proc.wait(10)
+        elapsed = time.monotonic() - t0
+        assert "KeyboardInterrupt" in proc.stderr.read()
+        assert all(_gone(pid) for pid in pids)
+        assert elapsed < 2.0, f"took {elapsed:.2f} s to stop"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+# ---------------------------------------------------------------------- MPI
+def test_mpi_world_outside_a_launcher(monkeypatch):
+    for var in D.MPI_ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setitem(sys.modules, "mpi4py", None)  # importing it would now fail
+    assert mpi_world() is None
+    monkeypatch.setenv("PMI_SIZE", "2")
+    assert mpi_world() is None  # launched, but no mpi4py
+
+
+def _mpi_launcher() -> str | None:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return None
+    return shutil.which("mpiexec") or shutil.which("mpirun")
+
+
+MPI_SCRIPT = """
+import sys
+import numpy as np
+from blest import Graph
+from blest.runtime.distributed import cpu_sums_worker, mpi_world
+
+data = np.load(sys.argv[1])
+graph = Graph.from_arcs(data["src"], data["dst"], int(data["n"]), directed=True)
+comm, rank, size = mpi_world()
+assert size == 2, size
+sums = cpu_sums_worker(rank, size, comm, graph, data["sources"], 8, True)
+np.savez(sys.argv[2] + f".{rank}.npz", dist=sums.dist, reach=sums.reach, harmonic=sums.harmonic)
+"""
+
+
+@pytest.mark.skipif(_mpi_launcher() is None, reason="needs mpi4py and mpiexec / mpirun")
+def test_real_mpirun_two_ranks(tmp_path, rng):
+    graph = make_directed(rng, 150)
+    src, dst = arcs_of(graph)
+    sources = rng.integers(0, graph.n, 70)
+    np.savez(tmp_path / "graph.npz", src=src, dst=dst, n=graph.n, sources=sources)
+    script = tmp_path / "mpi_run.py"
+    script.write_text(textwrap.dedent(MPI_SCRIPT))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = [_mpi_launcher(), "-n", "2", sys.executable, str(script)]
+    cmd += [str(tmp_path / "graph.npz"), str(tmp_path / "out")]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    serial = source_sums(graph, sources, reverse=True)
+    for rank in range(2):
+        with np.load(tmp_path / f"out.{rank}.npz") as got:
+            assert_identical(SourceSums(got["dist"], got["reach"], got["harmonic"]), serial)
