@@ -66,9 +66,17 @@ QUICK: dict[str, str] = {
 _GENERATED = re.compile(r"^(kron|urand|delaunay)-(\d+)$")
 
 
+#: The real graphs read from the shared data folder (CSV edge lists unless .mtx).
+REAL = ("luxembourg_osm", "musae_facebook", "twitch_ENGB", "twitch_FR", "wiki_chameleon")
+
+
 def shared_data_dir() -> Path:
-    """``shared/data`` inside or next to the repository (``<repo>/shared/data`` first)."""
-    for candidate in (REPO / "shared" / "data", REPO.parent / "shared" / "data"):
+    """The real graphs' folder: ``$BLEST_SHARED_DATA``, ``<repo>/.data`` (a copy carried to a
+    GPU machine), ``<repo>/shared/data`` or ``../shared/data``."""
+    env = os.environ.get("BLEST_SHARED_DATA")
+    candidates = [Path(env)] if env else []
+    candidates += [REPO / ".data", REPO / "shared" / "data", REPO.parent / "shared" / "data"]
+    for candidate in candidates:
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError(
@@ -128,7 +136,7 @@ def _real(name: str) -> Graph:
             from blest.datasets import example_path  # the same graph, bundled
 
             return _read_mtx(example_path())
-    return _read_csv_edges(shared_data_dir() / "musae_facebook.csv")
+    return _read_csv_edges(shared_data_dir() / f"{name}.csv")
 
 
 def cache_path(name: str, cache_dir: str | os.PathLike, seed: int = DEFAULT_SEED) -> Path:
@@ -150,7 +158,7 @@ def anchor_graph(
     """
     m = _GENERATED.match(name)
     if m is None:
-        if name in ("luxembourg_osm", "musae_facebook"):
+        if name in REAL:
             return _real(name)
         known = sorted(set(ANCHORS) | set(QUICK.values()))
         raise ValueError(f"unknown graph {name!r}; known: {', '.join(known)} (or kind-SCALE)")

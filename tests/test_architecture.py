@@ -155,7 +155,8 @@ def test_eta_defaults_come_from_defaults():
             kw = zip(args.kwonlyargs, args.kw_defaults, strict=True)
             pairs += [(a, d) for a, d in kw if d is not None]
             for arg, default in pairs:
-                if arg.arg == "eta" and isinstance(default, ast.Constant):
+                literal = isinstance(default, ast.Constant) and default.value is not None
+                if arg.arg == "eta" and literal:
                     offenders.append(f"{module}:{node.lineno} {node.name}")
     assert not offenders, f"eta defaults must use blest.defaults.DEFAULT_ETA: {offenders}"
 

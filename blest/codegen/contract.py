@@ -13,7 +13,17 @@ from dataclasses import dataclass
 
 from blest.codegen.spec import VariantSpec
 
-__all__ = ["CtlField", "CTL_FIELDS", "CTL", "CTL_WORDS", "frontier_buffers", "queue_buffers"]
+__all__ = [
+    "CtlField",
+    "CTL_FIELDS",
+    "CTL",
+    "CTL_WORDS",
+    "SLOT_FIELDS",
+    "SLOT",
+    "SLOT_WORDS",
+    "frontier_buffers",
+    "queue_buffers",
+]
 
 
 @dataclass(frozen=True)
@@ -40,22 +50,38 @@ CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("ERROR", 14, 1, "nonzero: a grid barrier timed out (the traversal is void)"),
     CtlField("RESUME", 16, 1, "small-frontier mode: the level at which block 0 handed back"),
     CtlField("PROGRESS", 17, 1, "levels block 0 ran alone (keeps the barrier watchdog quiet)"),
+    CtlField("NEXT_BATCH", 18, 1, "multi-source block form: batches taken so far in this launch"),
 )
 
 #: Offsets by lower-case name, for the host.
 CTL: dict[str, int] = {f.name.lower(): f.offset for f in CTL_FIELDS}
 
 
-def _check_layout() -> None:
+#: Words (u64) of the per-batch-slot counters of the multi-source kernels.
+SLOT_WORDS = 16
+
+SLOT_FIELDS: tuple[CtlField, ...] = (
+    CtlField("QSIZE", 0, 2, "[2] |Q_L| at index L & 1"),
+    CtlField("FRESH", 2, 3, "[3] (vertex, BFS) pairs first reached at level L, at index L % 3"),
+    CtlField("LEVELS", 5, 1, "levels expanded in the last batch"),
+    CtlField("DCOUNT", 6, 3, "[3] dirty words listed for level L, at index L mod 3"),
+)
+
+#: Slot counter offsets by lower-case name, for the host.
+SLOT: dict[str, int] = {f.name.lower(): f.offset for f in SLOT_FIELDS}
+
+
+def _check_layout(table: tuple[CtlField, ...], words: int) -> None:
     used: set[int] = set()
-    for f in CTL_FIELDS:
-        words = set(range(f.offset, f.offset + f.words))
-        if words & used or max(words) >= CTL_WORDS:
-            raise AssertionError(f"control block field {f.name} overlaps or overflows")
-        used |= words
+    for f in table:
+        span = set(range(f.offset, f.offset + f.words))
+        if span & used or max(span) >= words:
+            raise AssertionError(f"control field {f.name} overlaps or overflows")
+        used |= span
 
 
-_check_layout()
+_check_layout(CTL_FIELDS, CTL_WORDS)
+_check_layout(SLOT_FIELDS, SLOT_WORDS)
 
 
 def frontier_buffers(spec: VariantSpec) -> int:

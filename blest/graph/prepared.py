@@ -90,9 +90,10 @@ class Prepared:
         ptr, idx = np.asarray(_to_host(self.in_ptr)), np.asarray(_to_host(self.in_idx))
         return Prepared(self.graph, self.ordering, self.permutation, ptr, idx, b)
 
-    def reversed(self) -> Prepared:
+    def reversed(self, xp: Any = None) -> Prepared:
         """The preparation of the graph with every arc reversed, under the same permutation
-        (what BFS over in-arcs runs on). An undirected graph is its own reverse."""
+        (what BFS over in-arcs runs on; ``xp=cupy`` builds its BVSS on the GPU). An undirected
+        graph is its own reverse."""
         g = self.graph
         if not g.directed:
             return self
@@ -105,7 +106,7 @@ class Prepared:
             in_idx=g.out_idx,
             report=g.report,
         )
-        return Prepared.from_graph(rev, self.sigma, self.permutation)
+        return Prepared.from_graph(rev, self.sigma, self.permutation, xp=xp)
 
 
 def _to_host(a: Any) -> Any:

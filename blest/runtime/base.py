@@ -12,7 +12,15 @@ from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ARCH
 from blest.errors import ArgumentError, EngineError
 from blest.graph.prepared import Prepared
+from blest.reference.centrality import SourceSums, as_sources
 from blest.reference.scipy_bfs import check_source
+from blest.runtime.multi import (
+    Progress,
+    centrality_sources,
+    check_out,
+    finish_closeness,
+    finish_harmonic,
+)
 from blest.runtime.protocol import BFSStats
 
 __all__ = ["EngineBase"]
@@ -44,7 +52,7 @@ class EngineBase:
         self.permutation = prepared.permutation
         self.eta = eta
         self._new_of_old = np.asarray(prepared.permutation.new_of_old)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # engine methods may call bfs
         self._closed = False
         self.last_stats: BFSStats | None = None
 
@@ -93,6 +101,48 @@ class EngineBase:
         if self.last_stats is None:
             raise EngineError("no bfs call yet")
         return self.last_stats
+
+    # ------------------------------------------------------------------ many sources
+    def bfs_many(self, sources: Any, *, out: Any = None, progress: Progress | None = None) -> Any:
+        """Levels from every source: an int32 array of shape ``(len(sources), n)``, row i the
+        levels from ``sources[i]`` (user ids; repeats allowed), -1 for unreachable vertices.
+
+        ``out`` may be an int32 array of that shape (a ``numpy.memmap`` for results larger than
+        memory); without it, a result that would not fit in memory is refused with its size.
+        ``progress(done, total)`` is called as batches of sources finish.
+        """
+        self._check_open()
+        users = as_sources(sources, self.n)
+        if users.size == 0:
+            raise ArgumentError("bfs_many needs at least one source")
+        result = check_out(out, users.size, self.n)
+        return self._bfs_many(users, result, progress)
+
+    def source_sums(self, sources: Any = None, *, progress: Progress | None = None) -> SourceSums:
+        """Per vertex of ``sources`` (default: every vertex): the exact sum of distances *to*
+        it, the number of vertices that reach it (itself included) and the harmonic sum, from
+        BFSs over in-arcs (the arcs themselves on an undirected graph)."""
+        self._check_open()
+        return self._source_sums(centrality_sources(sources, self.n), progress)
+
+    def closeness(
+        self, sources: Any = None, *, wf_improved: bool = True, progress: Progress | None = None
+    ) -> np.ndarray:
+        """Closeness centrality of ``sources`` (default: every vertex, in id order), float64,
+        exactly as NetworkX's ``closeness_centrality`` defines it (see docs/design.md)."""
+        sums = self.source_sums(sources, progress=progress)
+        return finish_closeness(sums, self.n, wf_improved)
+
+    def harmonic(self, sources: Any = None, *, progress: Progress | None = None) -> np.ndarray:
+        """Harmonic centrality of ``sources`` (default: every vertex): the sum over the other
+        vertices v of 1 / d(v, u), float64, from the same traversals as :meth:`closeness`."""
+        return finish_harmonic(self.source_sums(sources, progress=progress))
+
+    def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:
+        raise NotImplementedError
+
+    def _source_sums(self, users: np.ndarray, progress: Progress | None) -> SourceSums:
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:

@@ -9,6 +9,7 @@ variant the engine stands for (the one a GPU would run).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,8 +19,10 @@ from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ETA
 from blest.errors import GPUUnavailableError
 from blest.graph.prepared import Prepared
+from blest.reference.centrality import SourceSums, bfs_many_levels, source_sums
 from blest.reference.scipy_bfs import tree_depths
 from blest.runtime.base import EngineBase
+from blest.runtime.multi import Progress
 from blest.runtime.protocol import BFSStats
 
 __all__ = ["CPUEngine"]
@@ -67,3 +70,29 @@ class CPUEngine(EngineBase):
             return levels
         np.copyto(out, levels)
         return out
+
+    # ------------------------------------------------------------------ many sources
+    def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:
+        _in_blocks(users, progress, lambda at, part: bfs_many_levels(
+            self.graph, part, out=out[at : at + part.size]
+        ))  # fmt: skip
+        return out
+
+    def _source_sums(self, users: np.ndarray, progress: Progress | None) -> SourceSums:
+        parts: list[SourceSums] = []
+        _in_blocks(users, progress, lambda at, part: parts.append(
+            source_sums(self.graph, part, reverse=self.graph.directed)
+        ))  # fmt: skip
+        return SourceSums.concat(parts)
+
+
+#: Sources per progress report of the CPU engines.
+PROGRESS_BLOCK = 256
+
+
+def _in_blocks(users: np.ndarray, progress: Progress | None, work: Callable) -> None:
+    """``work(start, users[start:stop])`` block by block, reporting progress in between."""
+    for at in range(0, users.size, PROGRESS_BLOCK):
+        work(at, users[at : at + PROGRESS_BLOCK])
+        if progress is not None:
+            progress(min(users.size, at + PROGRESS_BLOCK), users.size)

@@ -17,8 +17,10 @@ from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ETA
 from blest.errors import GPUUnavailableError
 from blest.graph.prepared import Prepared
+from blest.reference.centrality import SourceSums, sums_from_levels
 from blest.reference.emulator import emulate_spec
 from blest.runtime.base import EngineBase
+from blest.runtime.multi import Progress
 from blest.runtime.protocol import BFSStats
 
 __all__ = ["EmulatedEngine"]
@@ -34,6 +36,7 @@ class EmulatedEngine(EngineBase):
     ) -> None:
         super().__init__(prepared.host(), spec, eta)
         self._in = (np.asarray(self.prepared.in_ptr), np.asarray(self.prepared.in_idx))
+        self._reverse: EmulatedEngine | None = None
 
     def bfs(self, src: int, *, out: Any = None, depth_limit: int | None = None) -> np.ndarray:
         """BFS levels from ``src`` (a user id): int32, -1 for unreachable vertices.
@@ -69,3 +72,28 @@ class EmulatedEngine(EngineBase):
             return levels.astype(np.int32, copy=False)
         np.copyto(out, levels)
         return out
+
+    # ------------------------------------------------------------------ many sources
+    def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:
+        """One emulated single-source traversal per source (exact; slow)."""
+        for i, u in enumerate(users):
+            self.bfs(int(u), out=out[i])
+            if progress is not None:
+                progress(i + 1, users.size)
+        return out
+
+    def _source_sums(self, users: np.ndarray, progress: Progress | None) -> SourceSums:
+        """Sums of emulated traversals over in-arcs (the reversed graph when directed)."""
+        if self._reverse is None:
+            rev = self.prepared.reversed()
+            self._reverse = (
+                self if rev is self.prepared else EmulatedEngine(rev, self.spec, eta=self.eta)
+            )
+        row = np.empty((1, self.n), dtype=np.int32)
+        parts = []
+        for i, u in enumerate(users):
+            self._reverse.bfs(int(u), out=row[0])
+            parts.append(sums_from_levels(row))
+            if progress is not None:
+                progress(i + 1, users.size)
+        return SourceSums.concat(parts)

@@ -13,11 +13,14 @@ engine: it refuses further calls until it is rebuilt.
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from blest.codegen.contract import CTL, CTL_WORDS, frontier_buffers, queue_buffers
+from blest.codegen.msspec import MSSpec
 from blest.codegen.render import graph_params, kernel_names, render, state_params
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ETA
@@ -25,13 +28,28 @@ from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.core import Graph
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
+from blest.reference.centrality import SourceSums
 from blest.runtime.base import EngineBase
 from blest.runtime.device import cupy_module, device_buffers, require_memory
+from blest.runtime.msbfs import MSRunner
+from blest.runtime.multi import Progress, gpu_bfs_many, gpu_source_sums
 from blest.runtime.protocol import BFSStats, Geometry
 
-__all__ = ["Engine", "BFSStats"]
+__all__ = ["Engine", "BFSStats", "MultiSourceChoice"]
 
 PER_LEVEL_BATCH = 16
+#: BFS depth from which the default multi-source kernel runs one batch per block.
+DEEP_GRAPH_LEVELS = 64
+
+
+@dataclass(frozen=True)
+class MultiSourceChoice:
+    """The multi-source kernel of an engine and its runtime choices."""
+
+    spec: MSSpec | None
+    eta: float
+    block_size: int
+    blocks_per_sm: int | None = None
 
 
 class Engine(EngineBase):
@@ -76,7 +94,8 @@ class Engine(EngineBase):
         geometry = Geometry(block_size, blocks_per_sm, grid_blocks, small_queue)
         self._device_id, self.arch, self.device_name = toolchain.require_gpu(device)
         cp = self._cp = cupy_module()
-        spec = spec if spec is not None else VariantSpec()
+        if spec is None:
+            spec = VariantSpec(sigma=graph.sigma) if isinstance(graph, Prepared) else VariantSpec()
         if isinstance(graph, Graph):
             if graph.n == 0:
                 raise ArgumentError("the graph has no vertices")
@@ -90,6 +109,8 @@ class Engine(EngineBase):
             raise ArgumentError("the graph has no vertices")
         self._record_levels = bool(record_levels)
         self._void = ""
+        self._ms_choice: MultiSourceChoice | None = None
+        self._runners: dict[bool, MSRunner] = {}
         with cp.cuda.Device(self._device_id):
             require_memory(_resident_bytes(graph, self.spec), self._device_id, graph.graph)
             self._upload(graph)
@@ -372,9 +393,74 @@ class Engine(EngineBase):
             "qsize": size,
         }
 
+    # ------------------------------------------------------------------ many sources
+    def configure_multi_source(
+        self,
+        spec: MSSpec | None = None,
+        *,
+        eta: float | None = None,
+        block_size: int | None = None,
+        blocks_per_sm: int | None = None,
+    ) -> None:
+        """Choose the multi-source kernel of :meth:`bfs_many`, :meth:`closeness` and
+        :meth:`harmonic` (a tuned config does this); None keeps the default for that field."""
+        if spec is not None and spec.sigma != self.spec.sigma:
+            raise ArgumentError(f"{spec.name} needs sigma={self.spec.sigma} on this engine")
+        self._ms_choice = MultiSourceChoice(
+            spec, self.eta if eta is None else float(eta), block_size or self.block_size,
+            blocks_per_sm,
+        )  # fmt: skip
+        self._close_runners()
+
+    def ms_runner(self, *, reverse: bool = False) -> MSRunner:
+        """The multi-source runner on this graph (``reverse``: its arcs reversed), built on
+        first use; without a configured variant, a default chosen from the graph's depth."""
+        key = bool(reverse and self.graph.directed)
+        if key not in self._runners:
+            choice = self._ms_choice or MultiSourceChoice(None, self.eta, self.block_size)
+            if choice.spec is None:
+                choice = self._ms_choice = replace(choice, spec=self._default_ms_spec())
+            prepared = self.prepared.reversed(xp=self._cp) if key else self.prepared
+            with self._cp.cuda.Device(self._device_id):
+                self._runners[key] = MSRunner(
+                    prepared, choice.spec, eta=choice.eta, device=self._device_id,
+                    block_size=choice.block_size, blocks_per_sm=choice.blocks_per_sm,
+                )  # fmt: skip
+        return self._runners[key]
+
+    def _default_ms_spec(self) -> MSSpec:
+        """kappa = 256 on the grid for shallow graphs, kappa = 64 per block for deep ones (a
+        grid barrier per level costs more than a level there); said in a warning."""
+        start = int(np.argmax(self.graph.out_degree))
+        self.bfs(start, out="device")
+        depth = self.stats.depth
+        deep = depth >= DEEP_GRAPH_LEVELS
+        spec = MSSpec(self.spec.sigma, 64 if deep else 256, "block" if deep else "grid")
+        warnings.warn(
+            f"this engine was not tuned for many sources: bfs_many/closeness use {spec.name} "
+            f"(BFS depth {depth} from a sample source); blest-tune --workload closeness tunes it",
+            RuntimeWarning,
+            stacklevel=5,
+        )
+        return spec
+
+    def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:
+        with self._lock:
+            return gpu_bfs_many(self, users, out, progress)
+
+    def _source_sums(self, users: np.ndarray, progress: Progress | None) -> SourceSums:
+        with self._lock:
+            return gpu_source_sums(self, users, progress)
+
+    def _close_runners(self) -> None:
+        for runner in self._runners.values():
+            runner.close()
+        self._runners = {}
+
     # ------------------------------------------------------------------ lifetime
     def _release(self) -> None:
         """Drop every device buffer, the pinned staging memory and the module."""
+        self._close_runners()
         self._arrays = self._state = {}
         self._common_args = ()
         self._user_levels = None

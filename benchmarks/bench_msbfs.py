@@ -1,0 +1,207 @@
+"""Multi-source BFS and closeness on the H200, against single-source BFS and NetworKit.
+
+    python3 benchmarks/bench_msbfs.py per-source --graphs kron-21 urand-20 delaunay-20 \\
+        luxembourg_osm musae_facebook --sources 256
+    python3 benchmarks/bench_msbfs.py closeness --graphs luxembourg_osm musae_facebook \\
+        twitch_FR wiki_chameleon --networkit
+
+per-source: the best single-source whole call (``bfs(src, out="device")``, a few strong variants)
+against the best multi-source run writing every source's levels to the device, per source, on
+the protocol's 256 sources. closeness: exact closeness of every vertex (the multi-source search
+picks the variant on a sample, then the full run is timed) beside NetworKit's exact closeness
+(generalized variant, 16 threads) on the same graph, with the largest relative difference of
+the scores. Results go to --out as JSON; a table is printed last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+from graphs import anchor_graph
+
+from blest.codegen.spec import VariantSpec
+from blest.defaults import DEFAULT_SIGMA, JACCARD_WINDOW
+from blest.graph.classify import default_ordering
+from blest.graph.prepared import Prepared
+from blest.reference import bfs_levels
+from blest.runtime.engine import Engine
+from blest.runtime.msbfs import MSRunner
+from blest.runtime.ordering import compute_ordering
+from blest.tuning.multi import MSCandidate, search_multi_source
+from blest.tuning.protocol import timing_sources
+
+SS_SPECS = {
+    32: [VariantSpec(32, "eager", switching=False)],
+    16: [VariantSpec(16, "eager", switching=False)],
+    8: [VariantSpec(8, "lazy", switching=True), VariantSpec(8, "eager", switching=False)],
+    4: [VariantSpec(4, "lazy", switching=True)],
+}
+
+
+class Prepare:
+    """A graph with its default ordering, prepared on the GPU per sigma on demand."""
+
+    def __init__(self, name: str) -> None:
+        import cupy as cp
+
+        self.cp = cp
+        self.graph = anchor_graph(name)
+        order = default_ordering(self.graph)
+        t0 = time.perf_counter()
+        self.perm = compute_ordering(self.graph, order, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
+        self.order_s = time.perf_counter() - t0
+        self.cache: dict[int, Prepared] = {}
+
+    def __call__(self, sigma: int) -> Prepared:
+        if sigma not in self.cache:
+            self.cache[sigma] = Prepared.from_graph(self.graph, sigma, self.perm, xp=self.cp)
+        return self.cache[sigma]
+
+
+def whole_call_us(prep: Prepared, spec: VariantSpec, eta: float, sources) -> float:
+    cp = __import__("cupy")
+    with Engine(prep, spec, eta=eta) as eng:
+        for s in sources[:8]:
+            eng.bfs(int(s), out="device")
+        cp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        for s in sources:
+            eng.bfs(int(s), out="device")
+        cp.cuda.Device().synchronize()
+        return (time.perf_counter() - t0) / len(sources) * 1e6
+
+
+def ms_levels_us(prep: Prepared, c: MSCandidate, sources, graph) -> float:
+    """Per-source microseconds of one multi-source run writing all levels on the device."""
+    cp = __import__("cupy")
+    internal = np.sort(np.asarray(prep.permutation.new_of_old)[sources]).astype(np.int32)
+    runner = MSRunner(prep, c.spec, eta=c.eta, block_size=c.block_size)
+    levels = cp.full((len(sources), graph.n), -1, dtype=cp.int32)
+    runner.run(internal, levels=levels)  # warm-up (and the check below)
+    user = int(np.asarray(prep.permutation.old_of_new)[internal[0]])
+    if not np.array_equal(levels[0].get(), bfs_levels(graph, user)):
+        raise AssertionError(f"{c.label}: levels differ from SciPy")
+    levels.fill(-1)
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    runner.run(internal, levels=levels)
+    cp.cuda.Device().synchronize()
+    runner.close()
+    return (time.perf_counter() - t0) / len(sources) * 1e6
+
+
+def per_source(names: list[str], k: int, budget: float) -> list[dict]:
+    rows = []
+    for name in names:
+        p = Prepare(name)
+        srcs = timing_sources(p.graph, k)
+        ss = {}
+        for sigma in (4, 8, 16, 32):
+            for spec in SS_SPECS[sigma]:
+                for eta in (10.0, 50.0) if spec.switching else (10.0,):
+                    ss[f"{spec.name} eta={eta:g}"] = whole_call_us(p(sigma), spec, eta, srcs)
+        ss_name = min(ss, key=ss.get)
+        with Engine(p(8), VariantSpec(8)) as eng:
+            eng.bfs(int(srcs[0]))
+            depth = eng.stats.depth
+        best, table = search_multi_source(p, (8, 32), depth, budget, sample=k)
+        ms_us = ms_levels_us(p(best.candidate.spec.sigma), best.candidate, srcs, p.graph)
+        row = {
+            "graph": name,
+            "n": p.graph.n,
+            "arcs": p.graph.nnz,
+            "depth": depth,
+            "ss_best": ss_name,
+            "ss_us": ss[ss_name],
+            "ms_best": best.candidate.label,
+            "ms_us": ms_us,
+            "speedup": ss[ss_name] / ms_us,
+            "ss_table": ss,
+            "ms_table": [t.to_dict() for t in table],
+        }
+        rows.append(row)
+        print(
+            f"{name}: SS {ss_name} {ss[ss_name]:.1f} us/source | MS {best.candidate.label} "
+            f"{ms_us:.2f} us/source | {row['speedup']:.2f}x",
+            flush=True,
+        )
+    return rows
+
+
+def networkit_closeness(graph) -> tuple[float, np.ndarray] | None:
+    try:
+        import networkit as nk
+    except ImportError:
+        return None
+    nk.setNumberOfThreads(16)
+    g = nk.Graph(graph.n, weighted=False, directed=graph.directed)
+    src = np.repeat(np.arange(graph.n), np.diff(graph.out_ptr))
+    keep = graph.directed | (src < graph.out_idx)
+    g.addEdges((src[keep].astype(np.uint64), graph.out_idx[keep].astype(np.uint64)))
+    t0 = time.perf_counter()
+    c = nk.centrality.Closeness(g, True, nk.centrality.ClosenessVariant.GENERALIZED)
+    c.run()
+    return time.perf_counter() - t0, np.asarray(c.scores())
+
+
+def closeness(names: list[str], budget: float, with_nk: bool) -> list[dict]:
+    rows = []
+    for name in names:
+        p = Prepare(name)
+        with Engine(p(8), VariantSpec(8)) as eng:
+            eng.bfs(int(np.argmax(p.graph.out_degree)))
+            depth = eng.stats.depth
+        t0 = time.perf_counter()
+        best, table = search_multi_source(p, (8, 32), depth, budget, sample=8192)
+        search_s = time.perf_counter() - t0
+        c = best.candidate
+        with Engine(p(c.spec.sigma), VariantSpec(c.spec.sigma)) as eng:
+            eng.configure_multi_source(c.spec, eta=c.eta, block_size=c.block_size)
+            eng.ms_runner()  # compiled and allocated before the clock starts
+            t0 = time.perf_counter()
+            scores = eng.closeness()
+            wall = time.perf_counter() - t0
+        row = {"graph": name, "n": p.graph.n, "arcs": p.graph.nnz, "depth": depth,
+               "variant": c.label, "blest_s": wall, "search_s": search_s,
+               "table": [t.to_dict() for t in table]}  # fmt: skip
+        nk_result = networkit_closeness(p.graph) if with_nk else None
+        if nk_result is not None:
+            nk_s, nk_scores = nk_result
+            rel = np.abs(scores - nk_scores) / np.maximum(np.abs(nk_scores), 1e-300)
+            row.update(networkit_s=nk_s, speedup=nk_s / wall, max_rel_diff=float(rel.max()))
+        rows.append(row)
+        extra = (
+            f" | NetworKit {row['networkit_s']:.2f} s, {row['speedup']:.0f}x" if nk_result else ""
+        )
+        print(f"{name}: closeness {wall:.4f} s with {c.label}{extra}", flush=True)
+        for t in sorted(table, key=lambda t: t.seconds_per_source or 1e9)[:6]:
+            us = "-" if t.seconds_per_source is None else f"{t.seconds_per_source * 1e6:.3f}"
+            print(f"    {t.candidate.label:<34} {us} us/source {t.error or ''}", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("mode", choices=("per-source", "closeness"))
+    ap.add_argument("--graphs", nargs="+", required=True)
+    ap.add_argument("--sources", type=int, default=256)
+    ap.add_argument("--budget", type=float, default=30.0, help="multi-source search seconds")
+    ap.add_argument("--networkit", action="store_true")
+    ap.add_argument("--out", default="bench-out")
+    args = ap.parse_args(argv)
+    if args.mode == "per-source":
+        rows = per_source(args.graphs, args.sources, args.budget)
+    else:
+        rows = closeness(args.graphs, args.budget, args.networkit)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"msbfs-{args.mode}.json").write_text(json.dumps(rows, indent=1, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,111 @@
+"""Render an :class:`MSSpec` into CUDA C++ (``templates/ms_bfs.cu.j2`` and its parts).
+
+The kernel takes flat parameters in three groups (graph, per-slot state, this launch's run);
+:func:`ms_params` gives their order, which the host (:mod:`blest.runtime.msbfs`) follows.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from blest.codegen.contract import CTL_FIELDS, CTL_WORDS, SLOT_FIELDS, SLOT_WORDS
+from blest.codegen.msspec import MSSpec
+from blest.codegen.render import KERNEL_PREFIX, KernelParam, environment
+
+__all__ = ["MS_KERNEL", "ms_graph_params", "ms_state_params", "ms_run_params", "render_ms"]
+
+#: The one entry point of a multi-source module.
+MS_KERNEL = f"{KERNEL_PREFIX}_ms"
+
+
+def ms_graph_params() -> list[KernelParam]:
+    """Read-only graph arrays and sizes."""
+    return [
+        KernelParam("const int* __restrict__", "row_ids", "Nv * TAU row ids"),
+        KernelParam("const u32* __restrict__", "masks", "Nv * 32 mask words"),
+        KernelParam("const int* __restrict__", "real_ptrs", "rho + 1: VSS range of each slice set"),
+        KernelParam("const long long* __restrict__", "in_ptr", "n + 1 (in_csr)"),
+        KernelParam("const int* __restrict__", "in_idx", "in-neighbours"),
+        KernelParam("const int* __restrict__", "old_of_new", "n, or null for the identity"),
+        KernelParam("int", "n"),
+        KernelParam("int", "rho", "slice sets: ceil(n / SIGMA)"),
+        KernelParam("int", "n_vss"),
+        KernelParam("int", "dirty_words", "ceil(rho / 32)"),
+    ]
+
+
+def ms_state_params() -> list[KernelParam]:
+    """Buffers of every batch slot, and the launch's control block."""
+    return [
+        KernelParam("u32*", "visited", "slots * CHUNKS * SIGMA * rho"),
+        KernelParam("u32*", "frontier", "the same"),
+        KernelParam("u32*", "next", "the same; zero between levels"),
+        KernelParam("u32*", "dirty", "slots * 6 * dirty_words: 3 dirty, 3 queued-set bitmaps"),
+        KernelParam("int*", "dlist", "slots * 3 * dirty_words: the dirty words of a level"),
+        KernelParam("int2*", "queue", "slots * 2 * n_vss"),
+        KernelParam("u64*", "slot_ctl", "slots * SLOT_WORDS"),
+        KernelParam("u32*", "cnt", "slots * 2 * KAPPA"),
+        KernelParam("u32*", "ctl", "CTL_WORDS, zeroed before each launch"),
+    ]
+
+
+def ms_run_params() -> list[KernelParam]:
+    """What one launch computes: a range of batches of the sources, and where results go."""
+    return [
+        KernelParam("const int* __restrict__", "sources", "n_sources internal ids"),
+        KernelParam("int", "n_sources"),
+        KernelParam("int", "batch_first", "batches [batch_first, batch_last) of KAPPA sources"),
+        KernelParam("int", "batch_last"),
+        KernelParam("int*", "levels_out", "null, or rows of n levels (user ids) per source"),
+        KernelParam("long long", "out_first", "the source index of levels_out's first row"),
+        KernelParam("u64*", "dist", "n_sources: sum of distances"),
+        KernelParam("u64*", "reach", "n_sources: vertices reached, the source included"),
+        KernelParam("double*", "harm", "n_sources: sum over levels L >= 1 of count_L / L"),
+        KernelParam("double", "eta", "bottom-up when unvisited pairs / batch < eta * |Q|"),
+    ]
+
+
+def ms_params() -> list[KernelParam]:
+    """Every kernel parameter, in order."""
+    return ms_graph_params() + ms_state_params() + ms_run_params()
+
+
+def _context(spec: MSSpec) -> dict:
+    gp, sp, rp = ms_graph_params(), ms_state_params(), ms_run_params()
+    params = "\n    " + ",\n    ".join(f"{p.ctype} {p.name}" for p in gp + sp + rp)
+    unpack = (
+        "const Graph g{" + ", ".join(p.name for p in gp) + "};\n    "
+        "const State st{" + ", ".join(p.name for p in sp) + "};\n    "
+        "const Run run{" + ", ".join(p.name for p in rp) + "};"
+    )
+    return {
+        "spec": spec,
+        "sigma": spec.sigma,
+        "theta": spec.theta,
+        "tau": spec.tau,
+        "kappa": spec.kappa,
+        "chunks": spec.chunks,
+        "rounds": max(1, spec.theta // 2),
+        "slice_mask": "0x%x" % ((1 << spec.sigma) - 1),
+        "pair_mask": "0x%x" % ((1 << min(2 * spec.sigma, 32)) - 1),
+        "row_load_bytes": 4 * spec.theta,
+        "ctl_fields": CTL_FIELDS,
+        "ctl_words": CTL_WORDS,
+        "slot_fields": SLOT_FIELDS,
+        "slot_words": SLOT_WORDS,
+        "graph_fields": [(p.ctype, p.name, p.doc) for p in gp],
+        "state_fields": [(p.ctype, p.name, p.doc) for p in sp],
+        "run_fields": [(p.ctype, p.name, p.doc) for p in rp],
+        "params": params,
+        "unpack": unpack,
+        "prefix": KERNEL_PREFIX,
+    }
+
+
+@functools.lru_cache(maxsize=64)
+def render_ms(spec: MSSpec) -> str:
+    """The CUDA C++ source of ``spec``: readable, self-contained, deterministic."""
+    text = environment().get_template("ms_bfs.cu.j2").render(**_context(spec))
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.strip() + "\n"

@@ -1,0 +1,102 @@
+"""MSSpec: the compile-time choices of one generated multi-source BFS kernel.
+
+Axes (docs/variants.md):
+
+* ``sigma`` - slice width of the BVSS (4, 8, 16, 32), as for single-source BFS.
+* ``kappa`` - BFSs per batch (32, 64, 128, 256): every vertex holds kappa/32 32-bit chunks of
+  frontier, visited and next-frontier bits.
+* ``form`` - ``grid``: one batch at a time over the whole (cooperative) grid, grid barriers
+  between the stages; ``block``: every thread block runs batches of its own, block barriers
+  only (for deep graphs, where a grid barrier per level costs more than the level).
+
+Both forms go top-down on tensor cores or bottom-up on CUDA cores, chosen per level by eta (a
+runtime argument), so switching is not an axis.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from blest.defaults import DEFAULT_KAPPA, DEFAULT_SIGMA, KAPPAS, SIGMAS
+from blest.errors import ArgumentError
+
+__all__ = ["MSSpec", "ms_variants", "MS_SPEC_FORMAT"]
+
+MS_SPEC_FORMAT = 1
+
+_CHOICES: dict[str, tuple] = {
+    "sigma": SIGMAS,
+    "kappa": KAPPAS,
+    "form": ("grid", "block"),
+}
+
+
+@dataclass(frozen=True)
+class MSSpec:
+    """One point of the multi-source BFS variant space; hashable and JSON round-trippable."""
+
+    sigma: int = DEFAULT_SIGMA
+    kappa: int = DEFAULT_KAPPA
+    form: str = "grid"
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            allowed = _CHOICES[f.name]
+            if value not in allowed or type(value) is not type(allowed[0]):
+                raise ArgumentError(f"MSSpec.{f.name} must be one of {allowed}, got {value!r}")
+
+    @property
+    def theta(self) -> int:
+        """Slices per lane."""
+        return 32 // self.sigma
+
+    @property
+    def tau(self) -> int:
+        """Slices per VSS."""
+        return 32 * self.theta
+
+    @property
+    def chunks(self) -> int:
+        """32-bit words per vertex and bitmap (kappa / 32)."""
+        return self.kappa // 32
+
+    @property
+    def name(self) -> str:
+        """A short identifier, e.g. ``ms_s8_k64_block``."""
+        return f"ms_s{self.sigma}_k{self.kappa}_{self.form}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": MS_SPEC_FORMAT, **asdict(self)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> MSSpec:
+        if not isinstance(data, dict):
+            raise ArgumentError(f"an MSSpec is a JSON object, got {type(data).__name__}")
+        data = dict(data)
+        fmt = data.pop("format", MS_SPEC_FORMAT)
+        if fmt != MS_SPEC_FORMAT:
+            raise ArgumentError(
+                f"unknown MSSpec format {fmt!r} (this blest reads {MS_SPEC_FORMAT})"
+            )
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ArgumentError(f"unknown MSSpec fields: {sorted(unknown)}")
+        return cls(**data)
+
+
+def ms_variants(**fixed: Any) -> Iterator[MSSpec]:
+    """Every MSSpec, optionally with some axes fixed (``ms_variants(sigma=8)``)."""
+    for key in fixed:
+        if key not in _CHOICES:
+            raise ArgumentError(f"unknown axis {key!r}")
+    axes = {k: ((fixed[k],) if k in fixed else v) for k, v in _CHOICES.items()}
+    for combo in itertools.product(*axes.values()):
+        yield MSSpec(**dict(zip(axes, combo, strict=True)))

@@ -1,0 +1,257 @@
+"""The GPU multi-source runner: batches of kappa BFSs of one generated MSSpec kernel.
+
+:class:`MSRunner` uploads a prepared graph once (BVSS, in-adjacency, permutation), compiles the
+variant and keeps the per-slot buffers: one slot for the grid form, one per resident thread
+block for the block form (as many as fit in a share of the free memory). :meth:`MSRunner.run`
+takes internal source ids and returns, per source, the exact sum of distances, the reach and
+the harmonic sum; with ``levels`` it also writes each source's levels (user ids) into rows of a
+device array. Launches cover a range of batches each, sized to take about a quarter second, so
+that progress is reported and Ctrl-C is honoured between them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from blest.codegen.contract import CTL, CTL_WORDS, SLOT_WORDS
+from blest.codegen.ms_render import MS_KERNEL, ms_params, render_ms
+from blest.codegen.msspec import MSSpec
+from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA
+from blest.errors import ArgumentError, EngineError, GPUUnavailableError
+from blest.graph.prepared import Prepared
+from blest.runtime.device import cupy_module, device_buffers, format_bytes, require_memory
+
+__all__ = ["MSRunner", "MSRun"]
+
+#: Seconds one launch should take (progress and Ctrl-C are handled between launches).
+LAUNCH_SECONDS = 0.25
+#: Share of the free device memory the block form's slots may take.
+SLOT_MEMORY_SHARE = 0.5
+
+
+@dataclass
+class MSRun:
+    """What one :meth:`MSRunner.run` did."""
+
+    sources: int
+    batches: int
+    launches: int
+    seconds: float
+
+
+class MSRunner:
+    """Multi-source BFS of one :class:`MSSpec` on one GPU (see the module docstring)."""
+
+    def __init__(
+        self,
+        prepared: Prepared,
+        spec: MSSpec,
+        *,
+        eta: float = DEFAULT_ETA,
+        device: int | None = None,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        blocks_per_sm: int | None = None,
+        max_slots: int | None = None,
+    ) -> None:
+        from blest.codegen import toolchain
+
+        if spec.sigma != prepared.sigma:
+            raise ArgumentError(
+                f"{spec.name} needs a graph prepared at sigma={spec.sigma}, not {prepared.sigma}"
+            )
+        if block_size % 32 or not 32 <= block_size <= 1024:
+            raise ArgumentError(
+                f"block_size must be a multiple of 32 in [32, 1024], got {block_size}"
+            )
+        self.spec, self.eta, self.block_size = spec, float(eta), int(block_size)
+        self.device_id, self.arch, self.device_name = toolchain.require_gpu(device)
+        self.prepared = prepared
+        self.n = prepared.n
+        cp = self._cp = cupy_module()
+        with cp.cuda.Device(self.device_id):
+            self._upload(prepared)
+            self._load(blocks_per_sm)
+            self._allocate(max_slots)
+        self.last_run: MSRun | None = None
+
+    # ------------------------------------------------------------------ set-up
+    def _upload(self, prep: Prepared) -> None:
+        cp, b = self._cp, prep.bvss
+        self.rho = b.n_slice_sets
+        self.nvi = self.spec.sigma * self.rho
+        self.dirty_words = (self.rho + 31) // 32
+        self.n_vss = b.n_vss
+        g = device_buffers(
+            cp,
+            row_ids=b.row_ids,
+            masks=b.masks,
+            real_ptrs=b.real_ptrs,
+            in_ptr=np.asarray(_host(prep.in_ptr), dtype=np.int64),
+            in_idx=np.asarray(_host(prep.in_idx), dtype=np.int32),
+        )
+        perm = prep.permutation
+        g["old_of_new"] = (
+            np.uint64(0) if perm.is_identity else cp.asarray(perm.old_of_new, dtype=cp.int32)
+        )
+        g.update(
+            n=np.int32(self.n),
+            rho=np.int32(self.rho),
+            n_vss=np.int32(self.n_vss),
+            dirty_words=np.int32(self.dirty_words),
+        )
+        self._graph = g
+
+    def _load(self, blocks_per_sm: int | None) -> None:
+        from blest.codegen.compile import compile_source
+        from blest.runtime.launch import load_module, max_active_blocks
+
+        self.source = render_ms(self.spec)
+        binary = compile_source(self.source, arch=self.arch, name=f"{self.spec.name}.cu")
+        self._kernel = load_module(binary, self.device_id).get_function(MS_KERNEL)
+        per_sm = max_active_blocks(self._kernel, self.block_size)
+        if per_sm < 1:
+            raise GPUUnavailableError(f"{self.spec.name} cannot run {self.block_size} threads here")
+        if blocks_per_sm is not None:
+            per_sm = max(1, min(per_sm, int(blocks_per_sm)))
+        sms = self._cp.cuda.Device(self.device_id).attributes["MultiProcessorCount"]
+        self.grid = per_sm * int(sms)
+
+    def slot_bytes(self) -> int:
+        """Device bytes of one batch slot."""
+        s = self.spec
+        return (
+            3 * 4 * s.chunks * self.nvi
+            + 4 * 9 * self.dirty_words
+            + 8 * 2 * max(self.n_vss, 1)
+            + 8 * SLOT_WORDS
+            + 4 * 2 * s.kappa
+        )
+
+    def _allocate(self, max_slots: int | None) -> None:
+        cp = self._cp
+        per_slot = self.slot_bytes()
+        if self.spec.form == "grid":
+            slots = 1
+        else:
+            free, _ = cp.cuda.runtime.memGetInfo()
+            fit = int(SLOT_MEMORY_SHARE * free) // per_slot
+            slots = min(self.grid, fit, max_slots or self.grid)
+            if slots < 1:
+                slots = 1  # require_memory below says what is missing
+            self.grid = slots
+        require_memory(slots * per_slot, self.device_id, self.prepared.graph)
+        s, words = self.spec, slots * self.spec.chunks * self.nvi
+        self.slots = slots
+        self._state = {
+            "visited": cp.zeros(words, dtype=cp.uint32),
+            "frontier": cp.zeros(words, dtype=cp.uint32),
+            "next": cp.zeros(words, dtype=cp.uint32),
+            "dirty": cp.zeros(slots * 6 * self.dirty_words, dtype=cp.uint32),
+            "dlist": cp.zeros(slots * 3 * self.dirty_words, dtype=cp.int32),
+            "queue": cp.zeros(slots * 2 * 2 * max(self.n_vss, 1), dtype=cp.int32),
+            "slot_ctl": cp.zeros(slots * SLOT_WORDS, dtype=cp.uint64),
+            "cnt": cp.zeros(slots * 2 * s.kappa, dtype=cp.uint32),
+            "ctl": cp.zeros(CTL_WORDS, dtype=cp.uint32),
+        }
+        self._host_ctl = np.zeros(CTL_WORDS, dtype=np.uint32)
+
+    # ------------------------------------------------------------------ running
+    def run(
+        self,
+        sources: np.ndarray,
+        *,
+        levels: Any = None,
+        out_first: int = 0,
+        batches: tuple[int, int] | None = None,
+        sums: tuple[Any, Any, Any] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> tuple[Any, Any, Any]:
+        """BFS from every internal id in ``sources``, kappa at a time, in the given order.
+
+        Returns device arrays ``(dist, reach, harm)`` of length ``len(sources)`` (uint64,
+        uint64, float64), or adds into ``sums`` when given. ``batches`` limits the run to batches
+        ``[first, last)``; ``levels`` (a device int32 array of rows of n, pre-filled with -1)
+        receives the levels of sources ``out_first, out_first + 1, ...`` in user ids.
+        ``progress(done, total)`` is called after each launch with source counts.
+        """
+        cp, kappa = self._cp, self.spec.kappa
+        k = int(len(sources))
+        n_batches = -(-k // kappa)
+        first, last = batches if batches is not None else (0, n_batches)
+        with cp.cuda.Device(self.device_id):
+            src = cp.asarray(np.ascontiguousarray(sources, dtype=np.int32))
+            if sums is None:
+                sums = (cp.zeros(k, cp.uint64), cp.zeros(k, cp.uint64), cp.zeros(k, cp.float64))
+            t0, launches = time.perf_counter(), 0
+            step = self.slots if self.spec.form == "block" else 1
+            b = first
+            while b < last:
+                end = min(last, b + step)
+                seconds = self._launch(src, k, b, end, levels, out_first, sums)
+                launches += 1
+                if progress is not None:
+                    progress(min(k, end * kappa) - first * kappa, (last - first) * kappa)
+                step = _next_step(step, end - b, seconds, self.slots, self.spec.form)
+                b = end
+            self.last_run = MSRun(k, last - first, launches, time.perf_counter() - t0)
+        return sums
+
+    def _launch(
+        self, src: Any, k: int, b0: int, b1: int, levels: Any, out_first: int, sums
+    ) -> float:
+        from blest.runtime.launch import launch
+
+        ctl = self._state["ctl"]
+        ctl.fill(0)
+        run = {
+            "sources": src,
+            "n_sources": np.int32(k),
+            "batch_first": np.int32(b0),
+            "batch_last": np.int32(b1),
+            "levels_out": np.uint64(0) if levels is None else levels,
+            "out_first": np.int64(out_first),
+            "dist": sums[0],
+            "reach": sums[1],
+            "harm": sums[2],
+            "eta": np.float64(self.eta),
+        }
+        values = {**self._graph, **self._state, **run}
+        args = tuple(values[p.name] for p in ms_params())
+        t0 = time.perf_counter()
+        cooperative = self.spec.form == "grid"
+        launch(self._kernel, (self.grid,), (self.block_size,), args, cooperative=cooperative)
+        ctl.get(out=self._host_ctl)  # waits for the launch
+        if self._host_ctl[CTL["error"]]:
+            raise EngineError(
+                f"kernel {self.spec.name}: a grid barrier timed out (a block never arrived); "
+                "the result is void. Please report this with the graph."
+            )
+        return time.perf_counter() - t0
+
+    def memory_summary(self) -> str:
+        return f"{self.slots} slot(s) of {format_bytes(self.slot_bytes())}"
+
+    def close(self) -> None:
+        self._graph = self._state = {}
+        self._kernel = None
+
+
+def _next_step(step: int, done: int, seconds: float, slots: int, form: str) -> int:
+    """Batches for the next launch, aiming at LAUNCH_SECONDS (whole waves of slots)."""
+    if seconds <= 0:
+        return step * 2
+    want = max(1, int(done * LAUNCH_SECONDS / seconds))
+    if seconds > LAUNCH_SECONDS / 5:
+        want = min(want, 4 * max(step, 1))  # grow gently once launches take real time
+    if form == "block":
+        want = max(slots, want // slots * slots)
+    return want
+
+
+def _host(a: Any) -> Any:
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a

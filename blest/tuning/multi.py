@@ -1,0 +1,176 @@
+"""Tuning the multi-source kernels for the all-sources workload (closeness, harmonic).
+
+A candidate is an :class:`MSSpec` (sigma, kappa, form) with eta and a block size. Each is timed
+on the same sample of sources: windows of consecutive internal ids, as the full run takes them
+(consecutive ids are close in the graph's ordering, so a batch's BFSs share frontiers). The
+score is seconds per source; the search runs within a budget, the most promising candidates
+first (the grid form on shallow graphs, the block form on deep ones), and refines eta on the
+best few.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from blest.codegen.msspec import MSSpec
+from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA, KAPPAS, SOURCE_SEED
+from blest.graph.prepared import Prepared
+
+__all__ = [
+    "MS_ETA_GRID",
+    "MSCandidate",
+    "MSTimed",
+    "sample_sources",
+    "ms_candidates",
+    "time_candidate",
+    "search_multi_source",
+]
+
+#: eta values tried in refinement (0: never bottom-up).
+MS_ETA_GRID = (0.0, 1.0, 4.0, 16.0, 64.0)
+#: Block sizes of the block form tried in the coarse pass.
+MS_BLOCKS = (128, 256, 1024)
+
+
+@dataclass(frozen=True)
+class MSCandidate:
+    spec: MSSpec
+    eta: float = DEFAULT_ETA
+    block_size: int = DEFAULT_BLOCK_SIZE
+
+    @property
+    def label(self) -> str:
+        return f"{self.spec.name} eta={self.eta:g} b{self.block_size}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spec": self.spec.to_dict(), "eta": self.eta, "block_size": self.block_size}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MSCandidate:
+        return cls(MSSpec.from_dict(d["spec"]), float(d["eta"]), int(d["block_size"]))
+
+
+@dataclass
+class MSTimed:
+    candidate: MSCandidate
+    seconds_per_source: float | None = None
+    error: str | None = None
+    stage: str = "coarse"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.candidate.to_dict(),
+            "label": self.candidate.label,
+            "stage": self.stage,
+            "us_per_source": None
+            if self.seconds_per_source is None
+            else self.seconds_per_source * 1e6,
+            "error": self.error,
+        }
+
+
+def sample_sources(n: int, count: int, windows: int = 8, seed: int = SOURCE_SEED) -> np.ndarray:
+    """``count`` internal ids (all of them when n <= count): ``windows`` runs of consecutive
+    ids starting at seeded random places, in increasing order."""
+    if n <= count:
+        return np.arange(n, dtype=np.int32)
+    rng = np.random.default_rng(seed)
+    per = max(1, count // windows)
+    starts = np.sort(rng.choice(n - per + 1, size=windows, replace=False))
+    ids = np.unique(np.concatenate([np.arange(s, s + per) for s in starts]))
+    return ids.astype(np.int32)
+
+
+def ms_candidates(
+    sigmas: Sequence[int], depth: int, kappas: Sequence[int] = KAPPAS
+) -> list[MSCandidate]:
+    """The coarse pass, most promising first: the form that suits the depth, then the other."""
+    forms = ("block", "grid") if depth >= 64 else ("grid", "block")
+    out = []
+    for form in forms:
+        for kappa in sorted(kappas, reverse=form == "grid"):
+            for sigma in sigmas:
+                blocks = MS_BLOCKS if form == "block" else (DEFAULT_BLOCK_SIZE,)
+                for block in blocks:
+                    out.append(MSCandidate(MSSpec(sigma, kappa, form), DEFAULT_ETA, block))
+    return out
+
+
+def time_candidate(prepared: Prepared, c: MSCandidate, sources: np.ndarray) -> float:
+    """Seconds per source of one warm run over ``sources`` (internal ids) on the GPU."""
+    from blest.runtime.msbfs import MSRunner
+
+    runner = MSRunner(prepared, c.spec, eta=c.eta, block_size=c.block_size)
+    try:
+        warm = sources[: min(sources.size, c.spec.kappa)]
+        runner.run(warm)
+        t0 = time.perf_counter()
+        runner.run(sources)
+        return (time.perf_counter() - t0) / sources.size
+    finally:
+        runner.close()
+
+
+@dataclass
+class MultiSourceSearch:
+    """Coarse pass, then eta refinement of the best few, within ``budget_s``."""
+
+    prepared: Callable[[int], Prepared]  # sigma -> prepared graph (cached by the caller)
+    sources: np.ndarray
+    budget_s: float
+    progress: Callable[[str], None] = lambda msg: None
+    results: list[MSTimed] = field(default_factory=list)
+    _start: float = field(default_factory=time.perf_counter)
+
+    def _left(self, share: float) -> bool:
+        return time.perf_counter() - self._start < share * self.budget_s
+
+    def time(self, c: MSCandidate, stage: str) -> None:
+        if any(r.candidate == c for r in self.results):
+            return
+        self.progress(f"timing {stage} {len(self.results) + 1}: {c.label}")
+        try:
+            secs = time_candidate(self.prepared(c.spec.sigma), c, self.sources)
+            self.results.append(MSTimed(c, secs, stage=stage))
+        except Exception as exc:  # recorded: a candidate that cannot run is not fatal
+            self.results.append(MSTimed(c, None, f"{type(exc).__name__}: {exc}"[:300], stage))
+
+    def best(self, k: int) -> list[MSTimed]:
+        ok = [r for r in self.results if r.seconds_per_source is not None]
+        return sorted(ok, key=lambda r: r.seconds_per_source)[:k]
+
+    def run(self, coarse: Sequence[MSCandidate]) -> MSTimed:
+        for i, c in enumerate(coarse):
+            if i and not self._left(0.7):
+                break
+            self.time(c, "coarse")
+        for r in self.best(3):
+            for eta in MS_ETA_GRID:
+                if self._left(1.0):
+                    self.time(replace(r.candidate, eta=eta), "eta")
+        best = self.best(1)
+        if not best:
+            raise RuntimeError("no multi-source candidate ran; see the timing table")
+        return best[0]
+
+
+def search_multi_source(
+    prepared: Callable[[int], Prepared],
+    sigmas: Sequence[int],
+    depth: int,
+    budget_s: float,
+    sample: int = 4096,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[MSTimed, list[MSTimed]]:
+    """The fastest candidate per source and the whole table."""
+    n = prepared(sigmas[0]).n
+    search = MultiSourceSearch(
+        prepared, sample_sources(n, sample), budget_s, progress or (lambda m: None)
+    )
+    best = search.run(ms_candidates(sigmas, depth))
+    return best, search.results
