@@ -64,7 +64,8 @@ SLOT_FIELDS: tuple[CtlField, ...] = (
     CtlField("QSIZE", 0, 2, "[2] |Q_L| at index L & 1"),
     CtlField("FRESH", 2, 3, "[3] (vertex, BFS) pairs first reached at level L, at index L % 3"),
     CtlField("LEVELS", 5, 1, "levels expanded in the last batch"),
-    CtlField("DCOUNT", 6, 3, "[3] dirty words listed for level L, at index L mod 3"),
+    CtlField("TCOUNT", 6, 2, "[2] vertices touched (next words written) at level L, index L & 1"),
+    CtlField("FCOUNT", 8, 3, "[3] vertices of F_L, at index L mod 3"),
 )
 
 #: Slot counter offsets by lower-case name, for the host.

@@ -39,10 +39,11 @@ def ms_state_params() -> list[KernelParam]:
     """Buffers of every batch slot, and the launch's control block."""
     return [
         KernelParam("u32*", "visited", "slots * CHUNKS * SIGMA * rho"),
-        KernelParam("u32*", "frontier", "the same"),
-        KernelParam("u32*", "next", "the same; zero between levels"),
-        KernelParam("u32*", "dirty", "slots * 6 * dirty_words: 3 dirty, 3 queued-set bitmaps"),
-        KernelParam("int*", "dlist", "slots * 3 * dirty_words: the dirty words of a level"),
+        KernelParam("u32*", "frontier", "slots * 2 * CHUNKS * SIGMA * rho: F_L at L & 1"),
+        KernelParam("u32*", "next", "slots * CHUNKS * SIGMA * rho; zero between levels"),
+        KernelParam("u32*", "touched", "slots * rho * SIGMA / 32: bit getVI(v) = v touched"),
+        KernelParam("u32*", "queued", "slots * 2 * dirty_words: bit s = set s queued"),
+        KernelParam("int*", "lists", "slots * 5 * n: touched (2), then frontier (3) vertices"),
         KernelParam("int2*", "queue", "slots * 2 * n_vss"),
         KernelParam("u64*", "slot_ctl", "slots * SLOT_WORDS"),
         KernelParam("u32*", "cnt", "slots * 2 * KAPPA"),

@@ -125,9 +125,11 @@ class MSRunner:
         """Device bytes of one batch slot."""
         s = self.spec
         return (
-            3 * 4 * s.chunks * self.nvi
-            + 4 * 9 * self.dirty_words
-            + 8 * 2 * max(self.n_vss, 1)
+            4 * 4 * s.chunks * self.nvi  # visited, next, two frontier buffers
+            + 4 * (self.nvi // 32 + 1)  # touched bits
+            + 4 * 2 * self.dirty_words  # queued bits
+            + 4 * 5 * self.n  # touched and frontier lists
+            + 8 * 2 * max(self.n_vss, 1)  # queue
             + 8 * SLOT_WORDS
             + 4 * 2 * s.kappa
         )
@@ -149,10 +151,11 @@ class MSRunner:
         self.slots = slots
         self._state = {
             "visited": cp.zeros(words, dtype=cp.uint32),
-            "frontier": cp.zeros(words, dtype=cp.uint32),
+            "frontier": cp.zeros(2 * words, dtype=cp.uint32),
             "next": cp.zeros(words, dtype=cp.uint32),
-            "dirty": cp.zeros(slots * 6 * self.dirty_words, dtype=cp.uint32),
-            "dlist": cp.zeros(slots * 3 * self.dirty_words, dtype=cp.int32),
+            "touched": cp.zeros(slots * (self.nvi // 32 + 1), dtype=cp.uint32),
+            "queued": cp.zeros(slots * 2 * self.dirty_words, dtype=cp.uint32),
+            "lists": cp.zeros(slots * 5 * max(self.n, 1), dtype=cp.int32),
             "queue": cp.zeros(slots * 2 * 2 * max(self.n_vss, 1), dtype=cp.int32),
             "slot_ctl": cp.zeros(slots * SLOT_WORDS, dtype=cp.uint64),
             "cnt": cp.zeros(slots * 2 * s.kappa, dtype=cp.uint32),
