@@ -187,13 +187,17 @@ def compile_source(
 
 
 def _resolve(item: Any) -> tuple[str, str, str]:
-    """(source, file name, label) of a source string or a spec (rendered by the lead's render)."""
+    """(source, file name, label) of a source string, a VariantSpec or an MSSpec (rendered)."""
     if isinstance(item, str):
         return item, "blest.cu", "source"
-    from blest.codegen.render import render  # lazily: rendering pulls in jinja2 and templates
+    # lazily: rendering pulls in jinja2 and the templates
+    from blest.codegen.ms_render import render_ms
+    from blest.codegen.msspec import MSSpec
+    from blest.codegen.render import render
 
     label = str(getattr(item, "name", type(item).__name__))
-    return render(item), f"blest_{label}.cu", label
+    source = render_ms(item) if isinstance(item, MSSpec) else render(item)
+    return source, f"blest_{label}.cu", label
 
 
 def compile_ptx(spec_or_source: Any, arch: str | int = DEFAULT_ARCH, **kwargs: Any) -> bytes:

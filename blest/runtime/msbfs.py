@@ -111,7 +111,7 @@ class MSRunner:
         from blest.runtime.launch import load_module, max_active_blocks
 
         self.source = render_ms(self.spec)
-        binary = compile_source(self.source, arch=self.arch, name=f"{self.spec.name}.cu")
+        binary = compile_source(self.source, arch=self.arch, name=f"blest_{self.spec.name}.cu")
         self._kernel = load_module(binary, self.device_id).get_function(MS_KERNEL)
         per_sm = max_active_blocks(self._kernel, self.block_size)
         if per_sm < 1:

@@ -34,7 +34,9 @@ __all__ = [
 #: eta values tried in refinement (0: never bottom-up).
 MS_ETA_GRID = (0.0, 1.0, 4.0, 16.0, 64.0)
 #: Block sizes of the block form tried in the coarse pass.
-MS_BLOCKS = (128, 256, 1024)
+MS_BLOCKS = (1024, 256)
+#: kappa in the order the coarse pass tries it (spread out, so a short budget sees the range).
+KAPPA_ORDER = (64, 256, 128, 32)
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ def ms_candidates(
     forms = ("block", "grid") if depth >= 64 else ("grid", "block")
     out = []
     for form in forms:
-        for kappa in sorted(kappas, reverse=form == "grid"):
+        for kappa in [k for k in KAPPA_ORDER if k in kappas]:
             for sigma in sigmas:
                 blocks = MS_BLOCKS if form == "block" else (DEFAULT_BLOCK_SIZE,)
                 for block in blocks:
@@ -145,6 +147,7 @@ class MultiSourceSearch:
         return sorted(ok, key=lambda r: r.seconds_per_source)[:k]
 
     def run(self, coarse: Sequence[MSCandidate]) -> MSTimed:
+        precompile([c.spec for c in coarse], self.progress)
         for i, c in enumerate(coarse):
             if i and not self._left(0.7):
                 break
@@ -157,6 +160,16 @@ class MultiSourceSearch:
         if not best:
             raise RuntimeError("no multi-source candidate ran; see the timing table")
         return best[0]
+
+
+def precompile(specs: Sequence[MSSpec], progress: Callable[[str], None]) -> None:
+    """Compile every variant up front, in parallel (disk-cached): the budget is for timing."""
+    from blest.codegen.compile import compile_many
+    from blest.codegen.toolchain import require_gpu
+
+    unique = list(dict.fromkeys(specs))
+    progress(f"compiling {len(unique)} multi-source variants")
+    compile_many(unique, arch=require_gpu(None)[1])
 
 
 def search_multi_source(
