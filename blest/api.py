@@ -3,7 +3,7 @@ and parents, on the GPU when there is one.
 
 Where it runs (``device=``): ``None`` takes the GPU when one is usable and otherwise the CPU;
 ``"cpu"`` runs SciPy's compiled ``breadth_first_order`` (one seed: from it; several seeds: from a
-virtual super-source joined to every seed, one SciPy BFS too — on the bundled road graph 3-10
+virtual super-source joined to every seed, one SciPy BFS too — on the bundled road graph 2-8
 times faster than a level-by-level NumPy frontier BFS, whose per-level overhead dominates on
 graphs with hundreds of levels); ``"emulator"`` runs the NumPy emulator of the GPU kernels;
 ``"gpu"`` or an index insists on a GPU (the default kernel variant, natural vertex order; for

@@ -9,21 +9,23 @@ also the CPU baseline of the timing protocol (docs/design.md).
 
 Several seeds (every seed at level 0) run as one SciPy BFS from a virtual super-source: a vertex
 ``n`` with an arc to every seed; levels are its depths minus one. :func:`frontier_bfs` does the
-same level by level in NumPy; on the bundled 114,599-vertex road graph (hundreds of levels) the
-super-source is 3-10 times faster, because each NumPy level costs tens of microseconds of
-overhead whatever its size (``benchmarks``-free measurement: see the README's BFS section).
+same level by level in NumPy. On the bundled 114,599-vertex road graph (hundreds of levels; a
+2-core CPU) the SciPy path took 8-11 ms from 1 to 1024 seeds and the NumPy frontier 15-70 ms,
+2-8 times longer: each NumPy level costs tens of microseconds of overhead whatever its size, so
+the gap narrows as more seeds make the search shallower.
 """
 
 from __future__ import annotations
 
 import operator
+import threading
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order
 
-from blest.errors import ArgumentError, VertexError
+from blest.errors import ArgumentError, GraphLimitError, VertexError
 from blest.reference.bitmaps import concat_ranges
 
 __all__ = [
@@ -134,15 +136,22 @@ class ScipyBFS:
     SciPy's traversal works in, so that calls convert nothing. An undirected graph stores both
     arcs of every edge, so the traversal always follows out-arcs (``directed=True``), which is
     about twice as fast as SciPy's undirected mode. Several seeds: one BFS from a super-source
-    (vertex ``n``, arcs to every seed), in buffers allocated at the first such call.
+    (vertex ``n``, arcs to every seed), in buffers allocated at the first such call and shared
+    by later ones (under a lock). SciPy's traversal indexes arcs with int32, so graphs of
+    2**31 arcs or more are refused.
     """
 
     def __init__(self, graph: Any) -> None:
         self.n = n = int(graph.n)
+        if int(graph.nnz) + n >= np.iinfo(np.int32).max:
+            raise GraphLimitError(
+                f"SciPy's BFS indexes arcs with int32: {graph.nnz:,} arcs are too many"
+            )
         self._idx = np.asarray(graph.out_idx, dtype=np.int32)
         self._ptr = np.asarray(graph.out_ptr, dtype=np.int32)
         self._csr = sp.csr_matrix((np.ones(self._idx.size), self._idx, self._ptr), shape=(n, n))
         self._super: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._lock = threading.Lock()
 
     def run(
         self, seeds: np.ndarray, *, depth_limit: int | None = None, parents: bool = False
@@ -151,10 +160,16 @@ class ScipyBFS:
         -1 for unreached vertices and for the parents of seeds."""
         seeds = np.unique(np.asarray(seeds, dtype=np.int64))
         if seeds.size == 1:
-            root, graph, shift = int(seeds[0]), self._csr, 0
+            shift = 0
+            order, pred = breadth_first_order(
+                self._csr, int(seeds[0]), directed=True, return_predecessors=True
+            )
         else:
-            root, graph, shift = self.n, self._super_graph(seeds), 1
-        order, pred = breadth_first_order(graph, root, directed=True, return_predecessors=True)
+            shift = 1
+            with self._lock:
+                order, pred = breadth_first_order(
+                    self._super_graph(seeds), self.n, directed=True, return_predecessors=True
+                )
         levels = tree_depths(order, pred, self.n + shift)[: self.n]
         if shift:
             levels = np.maximum(levels - 1, -1).astype(np.int32)
