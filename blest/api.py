@@ -19,9 +19,10 @@ matrix; on a GPU the BVSS, the upload and the compiled kernel) cost more than on
   SciPy matrices, arrays) are loaded at every call — load them once with
   :func:`blest.load_graph` and pass the Graph to avoid it;
 * the prepared runner of the **last** graph used is kept (one graph, one device), keyed by the
-  Graph object (a weak reference: it goes when that graph is garbage-collected). Calling with
-  another graph or device, or :func:`clear_cache`, releases it — GPU memory included — so that
-  no large device buffers outlive their use for long.
+  Graph object through a weak reference. Calling with another graph or device, or
+  :func:`clear_cache`, releases it — GPU memory included — so that at most one graph's device
+  buffers outlive a call. A CPU runner also goes when its graph is garbage-collected; an engine
+  (GPU or emulator) holds its graph, so it stays until replaced or cleared.
 
 Calls are serialized by one lock (they share the cached runner).
 """
