@@ -1,9 +1,13 @@
 """blest: breadth-first search compiled into tensor-core kernels for NVIDIA GPUs.
 
+One call: :func:`bfs` (levels, parents, one source or several seeds; GPU when there is one,
+else SciPy on the CPU) and :func:`validate` (the Graph500 checks of a result).
+
 The pipeline: :func:`load_graph` → :class:`Graph` (out_csr / in_csr) → a :class:`Prepared` graph
 (vertex ordering, BVSS arrays) → a generated, NVRTC-compiled kernel variant (:mod:`blest.codegen`)
 → an engine (:func:`make_engine`, :class:`Engine`), whose ``bfs(src)`` returns levels in the
-graph's own vertex ids. Everything but the GPU engine works without CuPy or a GPU.
+graph's own vertex ids. Everything but the GPU engine works without CuPy or a GPU; NetworkX can
+dispatch to blest through :mod:`blest.nx`.
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from blest._version import __version__
-from blest.codegen.spec import VariantSpec, variants
 from blest.errors import (
     ArgumentError,
     BlestError,
@@ -22,10 +25,9 @@ from blest.errors import (
     GPUUnavailableError,
     GraphFormatError,
     GraphLimitError,
+    ValidationError,
     VertexError,
 )
-from blest.graph import Graph, build_bvss, load_graph
-from blest.graph.prepared import Prepared
 
 __all__ = [
     "ArgumentError",
@@ -40,28 +42,65 @@ __all__ = [
     "GraphFormatError",
     "GraphLimitError",
     "Prepared",
+    "ValidationError",
     "VariantSpec",
     "VertexError",
     "__version__",
+    "bfs",
     "build_bvss",
     "load_graph",
     "load_tuned",
     "make_engine",
+    "validate",
     "variants",
 ]
 
+# Everything but the version and the exceptions loads on first use: ``import blest`` stays
+# cheap (NetworkX imports ``blest.nx`` to list its backends) and GPU-free.
 _LAZY = {
     "Engine": ("blest.runtime.engine", "Engine"),
-    "make_engine": ("blest.runtime.factory", "make_engine"),
+    "Graph": ("blest.graph.core", "Graph"),
+    "Prepared": ("blest.graph.prepared", "Prepared"),
+    "VariantSpec": ("blest.codegen.spec", "VariantSpec"),
+    "bfs": ("blest.api", "bfs"),
+    "build_bvss": ("blest.graph.bvss", "build_bvss"),
+    "load_graph": ("blest.graph.io", "load_graph"),
     "load_tuned": ("blest.tuning.loader", "load_tuned"),
+    "make_engine": ("blest.runtime.factory", "make_engine"),
+    "validate": ("blest.api", "validate"),
+    "variants": ("blest.codegen.spec", "variants"),
 }
 
 
-def __getattr__(name: str) -> Any:
-    # The engines and the tuner load on first use: ``import blest`` stays cheap and GPU-free.
-    if name in _LAZY:
-        import importlib
+#: Subpackages reachable as attributes after a plain ``import blest``.
+_SUBMODULES = frozenset(
+    (
+        "api",
+        "cli",
+        "codegen",
+        "datasets",
+        "defaults",
+        "graph",
+        "nx",
+        "reference",
+        "runtime",
+        "tuning",
+    )
+)
 
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _LAZY:
         module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"blest.{name}")
     raise AttributeError(f"module 'blest' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -18,6 +18,7 @@ __all__ = [
     "VertexError",
     "EngineError",
     "DeviceMemoryError",
+    "ValidationError",
 ]
 
 
@@ -84,3 +85,18 @@ class EngineError(BlestError, RuntimeError):
 
 class DeviceMemoryError(BlestError, MemoryError):
     """The GPU has too little free memory for what was asked (the message gives both sizes)."""
+
+
+class ValidationError(BlestError, ValueError):
+    """A BFS result failed one of the checks of :func:`blest.validate`.
+
+    Attributes
+    ----------
+    check : str
+        The failed check: ``"format"``, ``"seeds"``, ``"cycles"`` (a), ``"tree levels"`` (b),
+        ``"arc span"`` (c), ``"spanning"`` (d) or ``"tree arcs"`` (e).
+    """
+
+    def __init__(self, check: str, message: str):
+        self.check = check
+        super().__init__(f"BFS check '{check}' failed: {message}")

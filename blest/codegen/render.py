@@ -91,7 +91,11 @@ def state_params(spec: VariantSpec) -> list[KernelParam]:
 
 def kernel_names(spec: VariantSpec) -> dict[str, str]:
     """Entry points of the rendered module, by role."""
-    names = {"init": f"{KERNEL_PREFIX}_init", "unpermute": f"{KERNEL_PREFIX}_unpermute"}
+    names = {
+        "init": f"{KERNEL_PREFIX}_init",
+        "unpermute": f"{KERNEL_PREFIX}_unpermute",
+        "parents": f"{KERNEL_PREFIX}_parents",
+    }
     if spec.launch == "persistent":
         names["bfs"] = f"{KERNEL_PREFIX}_bfs"
     else:

@@ -1,6 +1,6 @@
-"""CPU references for blest: SciPy BFS levels, the bit-exact binary-MMA emulation with Blest's
-fragment packing, and a level-by-level emulator of the BVSS kernels (Blest paper, Alg. 2/3/4;
-semantics in docs/algorithm.md)."""
+"""CPU references for blest: SciPy BFS levels (one seed or several), the bit-exact binary-MMA
+emulation with Blest's fragment packing, a level-by-level emulator of the BVSS kernels (Blest
+paper, Alg. 2/3/4; semantics in docs/algorithm.md) and the Graph500 checks of a BFS result."""
 
 from blest.reference.bitmaps import (
     bitmap_to_bool,
@@ -12,7 +12,13 @@ from blest.reference.bitmaps import (
     vss_of_sets,
     words_to_ids,
 )
-from blest.reference.emulator import EmulatorResult, LevelState, emulate_bfs, emulate_spec
+from blest.reference.emulator import (
+    EmulatorResult,
+    LevelState,
+    emulate_bfs,
+    emulate_parents,
+    emulate_spec,
+)
 from blest.reference.mma import (
     B_ALPHA_LANES,
     B_SHIFTED_LANES,
@@ -22,9 +28,20 @@ from blest.reference.mma import (
     n_rounds,
     slot_popcounts,
 )
-from blest.reference.scipy_bfs import bfs_levels, check_source, tree_depths
+from blest.reference.scipy_bfs import (
+    ScipyBFS,
+    bfs_levels,
+    check_seeds,
+    check_source,
+    frontier_bfs,
+    is_single_seed,
+    tree_depths,
+)
+from blest.reference.validate import CHECKS, validate_bfs
 
 __all__ = [
+    "CHECKS",
+    "ScipyBFS",
     "B_ALPHA_LANES",
     "B_SHIFTED_LANES",
     "EmulatorResult",
@@ -34,10 +51,14 @@ __all__ = [
     "bfs_levels",
     "bitmap_to_bool",
     "bits_set",
+    "check_seeds",
     "check_source",
     "emulate_bfs",
+    "emulate_parents",
     "emulate_spec",
+    "frontier_bfs",
     "ids_to_bitmap",
+    "is_single_seed",
     "mma_m8n8k128_and_popc",
     "n_rounds",
     "n_words",
@@ -45,6 +66,7 @@ __all__ = [
     "set_alphas",
     "slot_popcounts",
     "tree_depths",
+    "validate_bfs",
     "vss_of_sets",
     "words_to_ids",
 ]

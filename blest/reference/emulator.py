@@ -10,6 +10,10 @@ switching only - bottom-up on CUDA cores over ``in_csr`` (Alg. 4) when
 Buffers are kept the way the kernels keep them (one frontier buffer overwritten in place by the
 lazy finalization, V_next cleared only where finalized), so a wrong word set shows up as a wrong
 state. The recorded per-level states are the same for every variant (docs/algorithm.md).
+
+Several seeds start together at level 0 (``F_0`` = every seed, ``Q_0`` = the VSSs of every slice
+set holding one). :func:`emulate_parents` is the parents post-pass of the kernels: the first
+in-neighbour, in ``in_csr`` order, one level up.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from blest.reference.bitmaps import (
     bitmap_to_bool,
     bits_set,
     concat_ranges,
+    ids_to_bitmap,
     ids_to_words,
-    n_words,
     popcount32,
     set_alphas,
     sets_of_words,
@@ -34,9 +38,9 @@ from blest.reference.bitmaps import (
     words_to_ids,
 )
 from blest.reference.mma import SIGMAS, slot_popcounts
-from blest.reference.scipy_bfs import check_source
+from blest.reference.scipy_bfs import check_seeds
 
-__all__ = ["LevelState", "EmulatorResult", "emulate_bfs", "emulate_spec"]
+__all__ = ["LevelState", "EmulatorResult", "emulate_bfs", "emulate_parents", "emulate_spec"]
 
 TOP_DOWN = "top_down"
 BOTTOM_UP = "bottom_up"
@@ -150,13 +154,12 @@ class _Run:
     unvisited: int
 
     @classmethod
-    def start(cls, b: Any, src: int) -> _Run:
+    def start(cls, b: Any, seeds: np.ndarray) -> _Run:
+        """Level 0: every seed (sorted, no repeats) in F_0 and visited, its VSSs in Q_0."""
         sigma, n, nv = int(b.sigma), int(b.n), b.n_vss
-        n_w = n_words(n)
         levels = np.full(n, -1, dtype=np.int32)
-        levels[src] = 0
-        frontier = np.zeros(n_w, dtype=np.uint32)
-        frontier[src >> 5] = np.uint32(1 << (src & 31))
+        levels[seeds] = 0
+        frontier = ids_to_bitmap(seeds, n)
         real_ptrs = np.asarray(b.real_ptrs, dtype=np.int64)
         return cls(
             masks=np.asarray(b.masks, dtype=np.uint32).reshape(nv, 32),
@@ -168,10 +171,10 @@ class _Run:
             levels=levels,
             frontier=frontier,
             visited=frontier.copy(),
-            v_next=np.zeros(n_w, dtype=np.uint32),
-            dirty=np.zeros(n_w, dtype=bool),
-            queue=vss_of_sets(np.asarray([src // sigma]), real_ptrs),  # Q_0 (queue="vss")
-            unvisited=n - 1,
+            v_next=np.zeros_like(frontier),
+            dirty=np.zeros(frontier.size, dtype=bool),
+            queue=vss_of_sets(np.unique(seeds // sigma), real_ptrs),  # Q_0 (queue="vss")
+            unvisited=n - int(seeds.size),
         )
 
 
@@ -233,7 +236,8 @@ def emulate_bfs(
     depth_limit: int | None = None,
     record: bool = True,
 ) -> EmulatorResult:
-    """Run one BFS from ``src`` the way the generated kernels do, on the CPU.
+    """Run one BFS from ``src`` (one id or several seeds) the way the generated kernels do, on
+    the CPU.
 
     Parameters
     ----------
@@ -242,8 +246,8 @@ def emulate_bfs(
     graph_or_in_csr : Graph, scipy sparse matrix, (in_ptr, in_idx) or None
         In-adjacency for the bottom-up step (row v = in-neighbours of v); only read when
         ``switching``. A Graph is also checked against the BVSS.
-    src : int
-        Source vertex (internal id).
+    src : int or sequence of int
+        Source vertex, or several seeds all at level 0 (internal ids; repeats allowed).
     update : "eager" or "lazy"
     switching : bool
         Lazy only: bottom-up at levels with ``unvisited < eta * |Q|``.
@@ -268,12 +272,12 @@ def emulate_bfs(
         raise ArgumentError(f"unsupported sigma {sigma}")
     if hasattr(graph_or_in_csr, "n") and int(graph_or_in_csr.n) != n:
         raise ArgumentError(f"graph has {graph_or_in_csr.n} vertices but the BVSS has {n}")
-    src = check_source(src, n)
+    seeds = np.unique(check_seeds(src, n))
     lazy = update == "lazy"
     if switching and graph_or_in_csr is None:
         raise ArgumentError("switching needs the in-adjacency (a Graph or in_csr)")
     in_adj = _in_adjacency(graph_or_in_csr, n) if switching else None
-    r = _Run.start(b, src)
+    r = _Run.start(b, seeds)
     states: list[LevelState] = []
     level = 0
     while True:
@@ -337,3 +341,22 @@ def emulate_spec(
         depth_limit=depth_limit,
         record=record,
     )
+
+
+def emulate_parents(levels: np.ndarray, in_ptr: np.ndarray, in_idx: np.ndarray) -> np.ndarray:
+    """The parents post-pass of the kernels (``parents.cu.j2``), in the ids of ``levels``.
+
+    The parent of a vertex v at level L > 0 is the first in-neighbour u of v, in ``in_csr``
+    order (``in_ptr``, ``in_idx``), with level L - 1; seeds and unreached vertices get -1.
+    """
+    levels = np.asarray(levels)
+    n = levels.size
+    in_ptr = np.asarray(in_ptr, dtype=np.int64)
+    in_idx = np.asarray(in_idx, dtype=np.int64)
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(in_ptr))
+    row_level = levels[rows]
+    hit = np.flatnonzero((row_level > 0) & (levels[in_idx] == row_level - 1))
+    first = hit[np.r_[True, rows[hit][1:] != rows[hit][:-1]]] if hit.size else hit
+    parents = np.full(n, -1, dtype=np.int32)
+    parents[rows[first]] = in_idx[first]
+    return parents

@@ -13,7 +13,7 @@ from blest.defaults import DEFAULT_ARCH
 from blest.errors import ArgumentError, EngineError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, as_sources
-from blest.reference.scipy_bfs import check_source
+from blest.reference.scipy_bfs import check_seeds, check_source, is_single_seed
 from blest.runtime.multi import (
     Progress,
     centrality_sources,
@@ -82,6 +82,15 @@ class EngineBase:
         user = check_source(src, self.n)
         return user, int(self._new_of_old[user])
 
+    def _seeds(self, src: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(user seeds as given, int64; internal seeds sorted without repeats, int32) of one
+        source vertex or a sequence of seeds."""
+        if is_single_seed(src):
+            user, internal = self._sources(src)
+            return np.array([user], dtype=np.int64), np.array([internal], dtype=np.int32)
+        user = check_seeds(src, self.n)
+        return user, np.unique(self._new_of_old[user]).astype(np.int32)
+
     @staticmethod
     def _depth_limit(depth_limit: int | None) -> int:
         if depth_limit is None:
@@ -94,6 +103,25 @@ class EngineBase:
     def _check_host_out(self, out: Any) -> None:
         if not isinstance(out, np.ndarray) or out.dtype != np.int32 or out.shape != (self.n,):
             raise ArgumentError(f"out must be an int32 array of shape ({self.n},)")
+
+    def _stats(self, user: np.ndarray, levels: np.ndarray, seeds: int, ms: float) -> BFSStats:
+        """Statistics of a CPU call from its levels (user ids)."""
+        depth = int(levels.max())
+        return BFSStats(
+            source=int(user[0]),
+            depth=depth,
+            visited=int(np.count_nonzero(levels >= 0)),
+            levels_run=depth + 1,
+            traversal_ms=ms,
+            seeds=seeds,
+        )
+
+    def _host_result(self, levels: np.ndarray, parents: np.ndarray | None, out: Any) -> Any:
+        """A CPU engine's answer: ``out`` (filled) or ``levels``, with ``parents`` if asked."""
+        if out is not None:
+            np.copyto(out, levels)
+            levels = out
+        return levels if parents is None else (levels, parents)
 
     @property
     def stats(self) -> BFSStats:

@@ -1,9 +1,10 @@
 """The fast CPU engine: SciPy's breadth-first search on the user's graph.
 
 :class:`CPUEngine` answers the same calls as the GPU engine with
-``scipy.sparse.csgraph.breadth_first_order`` (compiled C), levels recovered from the BFS tree.
-It is the default on machines without a GPU. Its ``source`` and ``ptx`` still show the kernel
-variant the engine stands for (the one a GPU would run).
+``scipy.sparse.csgraph.breadth_first_order`` (compiled C), levels recovered from the BFS tree
+(:class:`~blest.reference.scipy_bfs.ScipyBFS`; several seeds through a super-source). It is the
+default on machines without a GPU. Its ``source`` and ``ptx`` still show the kernel variant the
+engine stands for (the one a GPU would run).
 """
 
 from __future__ import annotations
@@ -13,23 +14,21 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy.sparse.csgraph import breadth_first_order
 
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ETA
 from blest.errors import GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, bfs_many_levels, source_sums
-from blest.reference.scipy_bfs import tree_depths
+from blest.reference.scipy_bfs import ScipyBFS
 from blest.runtime.base import EngineBase
 from blest.runtime.multi import Progress
-from blest.runtime.protocol import BFSStats
 
 __all__ = ["CPUEngine"]
 
 
 class CPUEngine(EngineBase):
-    """Single-source BFS with SciPy on the CPU (see the module docstring)."""
+    """BFS with SciPy on the CPU (see the module docstring)."""
 
     device_name = "CPU (SciPy)"
 
@@ -37,39 +36,31 @@ class CPUEngine(EngineBase):
         self, prepared: Prepared, spec: VariantSpec | None = None, *, eta: float = DEFAULT_ETA
     ) -> None:
         super().__init__(prepared, spec, eta)
-        self._csr = self.graph.out_csr
+        self._scipy = ScipyBFS(self.graph)
 
-    def bfs(self, src: int, *, out: Any = None, depth_limit: int | None = None) -> np.ndarray:
-        """BFS levels from ``src`` (a user id): int32, -1 for unreachable vertices.
+    def bfs(
+        self, src: Any, *, out: Any = None, depth_limit: int | None = None, parents: bool = False
+    ) -> Any:
+        """BFS levels from ``src`` (a user id, or a sequence of seeds all at level 0): int32,
+        -1 for unreachable vertices; with ``parents=True``, ``(levels, parents)`` (int32, -1
+        for the seeds and unreached vertices; SciPy's BFS tree).
 
-        ``out`` may be an int32 NumPy array of length n, filled in place and returned.
+        ``out`` may be an int32 NumPy array of length n, filled with the levels and returned.
         """
         self._check_open()
         if isinstance(out, str):
             raise GPUUnavailableError("out='device' needs a GPU engine")
         if out is not None:
             self._check_host_out(out)
-        user, _ = self._sources(src)
+        user, internal = self._seeds(src)
         limit = self._depth_limit(depth_limit)
         t0 = time.perf_counter()
-        order, pred = breadth_first_order(
-            self._csr, user, directed=self.graph.directed, return_predecessors=True
+        levels, par = self._scipy.run(
+            user, depth_limit=None if limit < 0 else limit, parents=bool(parents)
         )
-        levels = tree_depths(order, pred, self.n)
-        if limit >= 0:
-            levels[levels > limit] = -1
-        depth = int(levels.max())
-        self.last_stats = BFSStats(
-            source=user,
-            depth=depth,
-            visited=int((levels >= 0).sum()),
-            levels_run=depth + 1,
-            traversal_ms=(time.perf_counter() - t0) * 1e3,
-        )
-        if out is None:
-            return levels
-        np.copyto(out, levels)
-        return out
+        ms = (time.perf_counter() - t0) * 1e3
+        self.last_stats = self._stats(user, levels, int(internal.size), ms)
+        return self._host_result(levels, par, out)
 
     # ------------------------------------------------------------------ many sources
     def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:

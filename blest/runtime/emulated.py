@@ -1,9 +1,10 @@
 """The kernel emulator as an engine: exactly what the generated kernels compute, on the CPU.
 
 :class:`EmulatedEngine` runs the level-by-level NumPy emulator of its variant
-(:mod:`blest.reference.emulator`) on the prepared BVSS. It is exact and slow (about a hundred
-times SciPy's BFS); use it to see what a variant does without a GPU. For speed on a CPU,
-:class:`blest.runtime.cpu.CPUEngine` runs SciPy's BFS instead.
+(:mod:`blest.reference.emulator`) on the prepared BVSS, and the parents post-pass
+(:func:`~blest.reference.emulator.emulate_parents`) on the reordered in-adjacency. It is exact
+and slow (about a hundred times SciPy's BFS); use it to see what a variant does without a GPU.
+For speed on a CPU, :class:`blest.runtime.cpu.CPUEngine` runs SciPy's BFS instead.
 """
 
 from __future__ import annotations
@@ -18,16 +19,15 @@ from blest.defaults import DEFAULT_ETA
 from blest.errors import GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, sums_from_levels
-from blest.reference.emulator import emulate_spec
+from blest.reference.emulator import emulate_parents, emulate_spec
 from blest.runtime.base import EngineBase
 from blest.runtime.multi import Progress
-from blest.runtime.protocol import BFSStats
 
 __all__ = ["EmulatedEngine"]
 
 
 class EmulatedEngine(EngineBase):
-    """Single-source BFS through the NumPy emulator of ``spec`` (see the module docstring)."""
+    """BFS through the NumPy emulator of ``spec`` (see the module docstring)."""
 
     device_name = "CPU (NumPy emulator of the kernel)"
 
@@ -38,17 +38,21 @@ class EmulatedEngine(EngineBase):
         self._in = (np.asarray(self.prepared.in_ptr), np.asarray(self.prepared.in_idx))
         self._reverse: EmulatedEngine | None = None
 
-    def bfs(self, src: int, *, out: Any = None, depth_limit: int | None = None) -> np.ndarray:
-        """BFS levels from ``src`` (a user id): int32, -1 for unreachable vertices.
+    def bfs(
+        self, src: Any, *, out: Any = None, depth_limit: int | None = None, parents: bool = False
+    ) -> Any:
+        """BFS levels from ``src`` (a user id, or a sequence of seeds all at level 0): int32,
+        -1 for unreachable vertices; with ``parents=True``, ``(levels, parents)`` as the GPU
+        kernels compute them.
 
-        ``out`` may be an int32 NumPy array of length n, filled in place and returned.
+        ``out`` may be an int32 NumPy array of length n, filled with the levels and returned.
         """
         self._check_open()
         if isinstance(out, str):
             raise GPUUnavailableError("out='device' needs a GPU engine")
         if out is not None:
             self._check_host_out(out)
-        user, internal = self._sources(src)
+        user, internal = self._seeds(src)
         limit = self._depth_limit(depth_limit)
         t0 = time.perf_counter()
         result = emulate_spec(
@@ -61,16 +65,18 @@ class EmulatedEngine(EngineBase):
             record=False,
         )
         levels = result.levels[self._new_of_old]  # internal levels back to user ids
-        self.last_stats = BFSStats(
-            source=user,
-            depth=int(levels.max()),
-            visited=int((levels >= 0).sum()),
-            levels_run=int(levels.max()) + 1,
-            traversal_ms=(time.perf_counter() - t0) * 1e3,
-        )
-        if out is None:
-            return levels.astype(np.int32, copy=False)
-        np.copyto(out, levels)
+        par = self._user_parents(result.levels) if parents else None
+        ms = (time.perf_counter() - t0) * 1e3
+        self.last_stats = self._stats(user, levels, int(internal.size), ms)
+        return self._host_result(levels.astype(np.int32, copy=False), par, out)
+
+    def _user_parents(self, internal_levels: np.ndarray) -> np.ndarray:
+        """The parents post-pass in internal ids, then both ends mapped to the user's ids."""
+        par = emulate_parents(internal_levels, *self._in)
+        old = np.asarray(self.permutation.old_of_new)
+        out = np.full(self.n, -1, dtype=np.int32)
+        has = par >= 0
+        out[old] = np.where(has, old[np.maximum(par, 0)], -1)
         return out
 
     # ------------------------------------------------------------------ many sources

@@ -1,10 +1,13 @@
-"""The GPU single-source BFS engine: one prepared graph, one compiled variant, many calls.
+"""The GPU BFS engine: one prepared graph, one compiled variant, many calls.
 
 ``Engine(prepared, spec)`` uploads the prepared graph's BVSS, permutation and in-adjacency once
 (a :class:`~blest.graph.Graph` is prepared first, its BVSS built on the GPU), compiles the variant
 through NVRTC (disk-cached) and keeps the per-traversal buffers for reuse. ``bfs(src)`` runs the
 init kernel and the traversal (one cooperative persistent launch, or a host loop of per-level
-launches) and returns int32 levels in the user's ids, -1 for unreachable.
+launches) and returns int32 levels in the user's ids, -1 for unreachable. ``src`` may be a
+sequence of seeds (all at level 0); ``parents=True`` adds a post-pass kernel that picks a BFS
+parent for every reached vertex (the in-adjacency is uploaded at the first such call when the
+variant does not already hold it for its bottom-up step).
 
 Thread safety: calls on one Engine are serialized by a lock (they share device buffers); use one
 Engine per thread for concurrency. A kernel failure (a grid barrier that timed out) voids the
@@ -13,14 +16,11 @@ engine: it refuses further calls until it is rebuilt.
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from blest.codegen.contract import CTL, CTL_WORDS, frontier_buffers, queue_buffers
-from blest.codegen.msspec import MSSpec
 from blest.codegen.render import graph_params, kernel_names, render, state_params
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ETA
@@ -28,32 +28,19 @@ from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.core import Graph
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
-from blest.reference.centrality import SourceSums
 from blest.runtime.base import EngineBase
 from blest.runtime.device import cupy_module, device_buffers, require_memory
+from blest.runtime.engine_multi import GPUManySources, MultiSourceChoice
 from blest.runtime.msbfs import MSRunner
-from blest.runtime.multi import Progress, gpu_bfs_many, gpu_source_sums
 from blest.runtime.protocol import BFSStats, Geometry
 
-__all__ = ["Engine", "BFSStats", "MultiSourceChoice"]
+__all__ = ["Engine", "BFSStats"]
 
 PER_LEVEL_BATCH = 16
-#: BFS depth from which the default multi-source kernel runs one batch per block.
-DEEP_GRAPH_LEVELS = 64
 
 
-@dataclass(frozen=True)
-class MultiSourceChoice:
-    """The multi-source kernel of an engine and its runtime choices."""
-
-    spec: MSSpec | None
-    eta: float
-    block_size: int
-    blocks_per_sm: int | None = None
-
-
-class Engine(EngineBase):
-    """Single-source BFS on the GPU with one generated kernel variant.
+class Engine(GPUManySources, EngineBase):
+    """BFS on the GPU with one generated kernel variant.
 
     Parameters
     ----------
@@ -147,6 +134,8 @@ class Engine(EngineBase):
         self._user_levels = None if identity else cp.empty(n, dtype=cp.int32)
         names = [p.name for p in graph_params(spec)] + [p.name for p in state_params(spec)]
         self._common_args = tuple({**arrays, **self._state}[name] for name in names)
+        self._seed_buffer = None  # internal seeds of multi-seed calls, grown on demand
+        self._parent_args: tuple | None = None  # (in_ptr, in_idx, user parents) once asked
         self._pinned = cp.cuda.alloc_pinned_memory(4 * n)
         self._host_levels = np.frombuffer(self._pinned, dtype=np.int32, count=n)
         self._ctl_pinned = cp.cuda.alloc_pinned_memory(4 * CTL_WORDS)
@@ -205,26 +194,46 @@ class Engine(EngineBase):
         return render(self.spec)
 
     # ------------------------------------------------------------------ traversal
-    def bfs(self, src: int, *, out: Any = None, depth_limit: int | None = None) -> Any:
-        """BFS levels from ``src`` (a user id): int32, -1 for unreachable vertices.
+    def bfs(
+        self, src: Any, *, out: Any = None, depth_limit: int | None = None, parents: bool = False
+    ) -> Any:
+        """BFS levels from ``src``: int32, -1 for unreachable vertices.
 
         Parameters
         ----------
-        src : int
-            Source vertex, in the graph's own ids.
+        src : int or sequence of int
+            Source vertex, or several seeds all at level 0 (repeats allowed), in the graph's
+            own ids.
         out : None, "device" or array, optional
             None returns a fresh NumPy array; ``"device"`` a fresh CuPy array; a NumPy or CuPy
             int32 array of length n is filled in place and returned.
         depth_limit : int, optional
             Stop after assigning level ``depth_limit`` (vertices further away report -1).
+        parents : bool
+            Also return a BFS parent of every vertex (int32, the user's ids; -1 for the seeds
+            and unreached vertices), as ``(levels, parents)``; parents are a fresh CuPy array
+            when the levels go to the device (``out="device"`` or a CuPy ``out``), else NumPy.
+            Computed by a post-pass after the timed traversal (``stats.traversal_ms`` leaves
+            it out).
         """
         self._check_open()
-        user, internal = self._sources(src)
+        user, internal = self._seeds(src)
         limit = self._depth_limit(depth_limit)
         with self._lock, self._cp.cuda.Device(self._device_id):
             self._check_open()
-            self._traverse(internal, user, limit)
-            return self._deliver(out)
+            if parents:
+                self._prepare_parents()
+            self._submit_init(internal[0] if internal.size == 1 else internal)
+            self._submit_traversal(limit)
+            if parents:
+                self._launch("parents", self._parent_args)
+            self._wait(int(user[0]), int(internal.size))
+            levels = self._deliver(out)
+            if not parents:
+                return levels
+            device = isinstance(out, str) or isinstance(out, self._cp.ndarray)
+            found = self._parent_args[2]
+            return levels, (found.copy() if device else found.get())
 
     def _check_open(self) -> None:
         super()._check_open()
@@ -248,8 +257,34 @@ class Engine(EngineBase):
         self._wait(user)
 
     # The three phases of a call, separate so that benchmarks/profile_call.py can time each.
-    def _submit_init(self, internal: int) -> None:
-        self._launch("init", (np.int32(internal),))
+    def _submit_init(self, internal: Any) -> None:
+        """Enqueue the init kernel for one internal seed (an int) or several (sorted, unique)."""
+        if np.ndim(internal) == 0:
+            self._launch("init", (np.uint64(0), np.int32(1), np.int32(internal)))
+            return
+        seeds = np.asarray(internal, dtype=np.int32)
+        k = seeds.size
+        if self._seed_buffer is None or self._seed_buffer.size < k:
+            self._seed_buffer = self._cp.empty(max(k, 1024), dtype=self._cp.int32)
+        self._seed_buffer[:k].set(seeds)
+        self._launch("init", (self._seed_buffer, np.int32(k), np.int32(seeds[0])))
+
+    def _prepare_parents(self) -> None:
+        """Upload the in-adjacency (unless the variant holds it) and the parents buffer."""
+        if self._parent_args is not None:
+            return
+        cp, prep = self._cp, self.prepared
+        arrays = self._arrays
+        if "in_ptr" in arrays:
+            in_ptr, in_idx = arrays["in_ptr"], arrays["in_idx"]
+        else:
+            need = 8 * (self.n + 1) + 4 * int(prep.graph.nnz) + 4 * self.n
+            require_memory(need, self._device_id, prep.graph)
+            in_ptr = cp.asarray(prep.in_ptr, dtype=cp.int64)
+            in_idx = cp.asarray(prep.in_idx, dtype=cp.int32)
+            if in_idx.size == 0:
+                in_idx = cp.zeros(1, dtype=cp.int32)
+        self._parent_args = (in_ptr, in_idx, cp.empty(self.n, dtype=cp.int32))
 
     def _submit_traversal(self, limit: int) -> None:
         """Enqueue the traversal (and the unpermute pass) between the two timing events."""
@@ -265,7 +300,7 @@ class Engine(EngineBase):
             self._launch("unpermute", (self._user_levels,))
         stop.record()
 
-    def _wait(self, user: int) -> None:
+    def _wait(self, user: int, seeds: int = 1) -> None:
         """Wait for the traversal; void the engine if a grid barrier timed out."""
         start, stop = self._events
         self._state["ctl"].get(out=self._host_ctl)
@@ -275,7 +310,7 @@ class Engine(EngineBase):
                 "the result is void"
             )
             raise EngineError(f"{self._void}. Please report this with the graph and source.")
-        self._last = (user, start, stop)
+        self._last = (user, start, stop, seeds)
         self.last_stats = None
 
     def _per_level_loop(self, limit: int, eta: np.float64) -> None:
@@ -321,7 +356,7 @@ class Engine(EngineBase):
         return self.last_stats
 
     def _read_stats(self) -> BFSStats:
-        user, start, stop = self._last
+        user, start, stop, seeds = self._last
         ctl = self._host_ctl
         with self._cp.cuda.Device(self._device_id):
             ms = self._cp.cuda.get_elapsed_time(start, stop)
@@ -337,6 +372,7 @@ class Engine(EngineBase):
             levels_run=int(ctl[CTL["levels_run"]]),
             traversal_ms=float(ms),
             bottom_up_levels=bottom_up,
+            seeds=seeds,
         )
 
     # ------------------------------------------------------------------ introspection
@@ -393,77 +429,13 @@ class Engine(EngineBase):
             "qsize": size,
         }
 
-    # ------------------------------------------------------------------ many sources
-    def configure_multi_source(
-        self,
-        spec: MSSpec | None = None,
-        *,
-        eta: float | None = None,
-        block_size: int | None = None,
-        blocks_per_sm: int | None = None,
-    ) -> None:
-        """Choose the multi-source kernel of :meth:`bfs_many`, :meth:`closeness` and
-        :meth:`harmonic` (a tuned config does this); None keeps the default for that field."""
-        if spec is not None and spec.sigma != self.spec.sigma:
-            raise ArgumentError(f"{spec.name} needs sigma={self.spec.sigma} on this engine")
-        self._ms_choice = MultiSourceChoice(
-            spec, self.eta if eta is None else float(eta), block_size or self.block_size,
-            blocks_per_sm,
-        )  # fmt: skip
-        self._close_runners()
-
-    def ms_runner(self, *, reverse: bool = False) -> MSRunner:
-        """The multi-source runner on this graph (``reverse``: its arcs reversed), built on
-        first use; without a configured variant, a default chosen from the graph's depth."""
-        key = bool(reverse and self.graph.directed)
-        if key not in self._runners:
-            choice = self._ms_choice or MultiSourceChoice(None, self.eta, self.block_size)
-            if choice.spec is None:
-                choice = self._ms_choice = replace(choice, spec=self._default_ms_spec())
-            prepared = self.prepared.reversed(xp=self._cp) if key else self.prepared
-            with self._cp.cuda.Device(self._device_id):
-                self._runners[key] = MSRunner(
-                    prepared, choice.spec, eta=choice.eta, device=self._device_id,
-                    block_size=choice.block_size, blocks_per_sm=choice.blocks_per_sm,
-                )  # fmt: skip
-        return self._runners[key]
-
-    def _default_ms_spec(self) -> MSSpec:
-        """kappa = 256 on the grid for shallow graphs, kappa = 64 per block for deep ones (a
-        grid barrier per level costs more than a level there); said in a warning."""
-        start = int(np.argmax(self.graph.out_degree))
-        self.bfs(start, out="device")
-        depth = self.stats.depth
-        deep = depth >= DEEP_GRAPH_LEVELS
-        spec = MSSpec(self.spec.sigma, 64 if deep else 256, "block" if deep else "grid")
-        warnings.warn(
-            f"this engine was not tuned for many sources: bfs_many/closeness use {spec.name} "
-            f"(BFS depth {depth} from a sample source); blest-tune --workload closeness tunes it",
-            RuntimeWarning,
-            stacklevel=5,
-        )
-        return spec
-
-    def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:
-        with self._lock:
-            return gpu_bfs_many(self, users, out, progress)
-
-    def _source_sums(self, users: np.ndarray, progress: Progress | None) -> SourceSums:
-        with self._lock:
-            return gpu_source_sums(self, users, progress)
-
-    def _close_runners(self) -> None:
-        for runner in self._runners.values():
-            runner.close()
-        self._runners = {}
-
     # ------------------------------------------------------------------ lifetime
     def _release(self) -> None:
         """Drop every device buffer, the pinned staging memory and the module."""
         self._close_runners()
         self._arrays = self._state = {}
         self._common_args = ()
-        self._user_levels = None
+        self._user_levels = self._seed_buffer = self._parent_args = None
         self._module = self._kernels = None
         self._pinned = self._ctl_pinned = None
         self._host_levels = self._host_ctl = None

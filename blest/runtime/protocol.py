@@ -22,12 +22,13 @@ __all__ = ["BFSEngine", "BFSStats", "Geometry"]
 class BFSStats:
     """What one ``bfs`` call did."""
 
-    source: int
-    depth: int  # largest level assigned (0 when only the source is reached)
-    visited: int  # vertices reached, the source included
+    source: int  # the source (with several seeds: the first one given)
+    depth: int  # largest level assigned (0 when only the seeds are reached)
+    visited: int  # vertices reached, the seeds included
     levels_run: int  # levels expanded
     traversal_ms: float  # GPU: CUDA events around the traversal after init; CPU: wall time
     bottom_up_levels: tuple[int, ...] = field(default=())
+    seeds: int = 1  # distinct seeds (all at level 0)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,8 @@ class Geometry:
 class BFSEngine(Protocol):
     """What every engine offers.
 
-    ``bfs(src, out=None, depth_limit=None)`` returns the levels from ``src``; ``source`` and
+    ``bfs(src, out=None, depth_limit=None, parents=False)`` returns the levels from ``src`` (one
+    vertex, or a sequence of seeds all at level 0), or ``(levels, parents)``; ``source`` and
     ``ptx`` are the generated CUDA and its PTX for the engine's variant; ``stats`` describes the
     last call; ``close()`` frees what the engine holds (also on leaving a ``with`` block).
     """
@@ -72,7 +74,9 @@ class BFSEngine(Protocol):
     eta: float
     device_name: str
 
-    def bfs(self, src: int, *, out: Any = None, depth_limit: int | None = None) -> Any: ...
+    def bfs(
+        self, src: Any, *, out: Any = None, depth_limit: int | None = None, parents: bool = False
+    ) -> Any: ...
 
     @property
     def source(self) -> str: ...

@@ -1,0 +1,101 @@
+"""The GPU engine's many-source calls: the multi-source kernel it runs, chosen by a tuned config
+or by default from the graph's depth, on the graph or its reverse (for BFS over in-arcs)."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from blest.codegen.msspec import MSSpec
+from blest.errors import ArgumentError
+from blest.reference.centrality import SourceSums
+from blest.runtime.msbfs import MSRunner
+from blest.runtime.multi import Progress, gpu_bfs_many, gpu_source_sums
+
+__all__ = ["GPUManySources", "MultiSourceChoice", "DEEP_GRAPH_LEVELS"]
+
+#: BFS depth from which the default multi-source kernel runs one batch per block.
+DEEP_GRAPH_LEVELS = 64
+
+
+@dataclass(frozen=True)
+class MultiSourceChoice:
+    """The multi-source kernel of an engine and its runtime choices."""
+
+    spec: MSSpec | None
+    eta: float
+    block_size: int
+    blocks_per_sm: int | None = None
+
+
+class GPUManySources:
+    """Mixed into :class:`blest.runtime.engine.Engine` (it provides the graph, lock, device)."""
+
+    _ms_choice: MultiSourceChoice | None
+    _runners: dict[bool, MSRunner]
+
+    def configure_multi_source(
+        self,
+        spec: MSSpec | None = None,
+        *,
+        eta: float | None = None,
+        block_size: int | None = None,
+        blocks_per_sm: int | None = None,
+    ) -> None:
+        """Choose the multi-source kernel of :meth:`bfs_many`, :meth:`closeness` and
+        :meth:`harmonic` (a tuned config does this); None keeps the default for that field."""
+        if spec is not None and spec.sigma != self.spec.sigma:
+            raise ArgumentError(f"{spec.name} needs sigma={self.spec.sigma} on this engine")
+        self._ms_choice = MultiSourceChoice(
+            spec, self.eta if eta is None else float(eta), block_size or self.block_size,
+            blocks_per_sm,
+        )  # fmt: skip
+        self._close_runners()
+
+    def ms_runner(self, *, reverse: bool = False) -> MSRunner:
+        """The multi-source runner on this graph (``reverse``: its arcs reversed), built on
+        first use; without a configured variant, a default chosen from the graph's depth."""
+        key = bool(reverse and self.graph.directed)
+        if key not in self._runners:
+            choice = self._ms_choice or MultiSourceChoice(None, self.eta, self.block_size)
+            if choice.spec is None:
+                choice = self._ms_choice = replace(choice, spec=self._default_ms_spec())
+            prepared = self.prepared.reversed(xp=self._cp) if key else self.prepared
+            with self._cp.cuda.Device(self._device_id):
+                self._runners[key] = MSRunner(
+                    prepared, choice.spec, eta=choice.eta, device=self._device_id,
+                    block_size=choice.block_size, blocks_per_sm=choice.blocks_per_sm,
+                )  # fmt: skip
+        return self._runners[key]
+
+    def _default_ms_spec(self) -> MSSpec:
+        """kappa = 256 on the grid for shallow graphs, kappa = 64 per block for deep ones (a
+        grid barrier per level costs more than a level there); said in a warning."""
+        start = int(np.argmax(self.graph.out_degree))
+        self.bfs(start, out="device")
+        depth = self.stats.depth
+        deep = depth >= DEEP_GRAPH_LEVELS
+        spec = MSSpec(self.spec.sigma, 64 if deep else 256, "block" if deep else "grid")
+        warnings.warn(
+            f"this engine was not tuned for many sources: bfs_many/closeness use {spec.name} "
+            f"(BFS depth {depth} from a sample source); blest-tune --workload closeness tunes it",
+            RuntimeWarning,
+            stacklevel=5,
+        )
+        return spec
+
+    def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:
+        with self._lock:
+            return gpu_bfs_many(self, users, out, progress)
+
+    def _source_sums(self, users: np.ndarray, progress: Progress | None) -> SourceSums:
+        with self._lock:
+            return gpu_source_sums(self, users, progress)
+
+    def _close_runners(self) -> None:
+        for runner in self._runners.values():
+            runner.close()
+        self._runners = {}
