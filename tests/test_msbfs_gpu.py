@@ -48,14 +48,15 @@ def _sources(rng, graph, k):
     return picks
 
 
+@pytest.mark.parametrize("expand", ["mma", "shuffle"])
 @pytest.mark.parametrize("form", ["grid", "block"])
 @pytest.mark.parametrize("kappa", KAPPAS)
-def test_bfs_many_matches_scipy(zoo, kappa, form):
+def test_bfs_many_matches_scipy(zoo, kappa, form, expand):
     rng, graphs = zoo
     for name, graph in graphs.items():
         sigma = int(rng.choice([4, 8, 16, 32]))
         eta = float(rng.choice([0.0, 0.5, 4.0, 1e9]))  # never, sometimes, always bottom-up
-        spec = MSSpec(sigma, kappa, form)
+        spec = MSSpec(sigma, kappa, form, expand)
         block = int(rng.choice([64, 256]))
         with _engine(graph, sigma, spec=spec, eta=eta, block_size=block) as eng:
             k = int(rng.integers(1, 3 * kappa))
@@ -72,7 +73,7 @@ def test_bfs_many_matches_scipy(zoo, kappa, form):
 def test_sums_bit_identical_to_cpu(zoo, form):
     rng, graphs = zoo
     for name, graph in graphs.items():
-        spec = MSSpec(8, int(rng.choice(KAPPAS)), form)
+        spec = MSSpec(8, int(rng.choice(KAPPAS)), form, str(rng.choice(["mma", "shuffle"])))
         with _engine(graph, 8, spec=spec, eta=float(rng.choice([0.0, 2.0, 50.0]))) as eng:
             srcs = _sources(rng, graph, int(rng.integers(1, 300)))
             got = eng.source_sums(srcs)
@@ -111,7 +112,8 @@ def test_closeness_and_harmonic_match_networkx(zoo):
         G.add_nodes_from(range(graph.n))
         src = np.repeat(np.arange(graph.n), np.diff(graph.out_ptr))
         G.add_edges_from(zip(src.tolist(), graph.out_idx.tolist(), strict=True))
-        spec = MSSpec(8, int(rng.choice(KAPPAS)), str(rng.choice(["grid", "block"])))
+        form, expand = str(rng.choice(["grid", "block"])), str(rng.choice(["mma", "shuffle"]))
+        spec = MSSpec(8, int(rng.choice(KAPPAS)), form, expand)
         with _engine(graph, 8, spec=spec) as eng:
             for wf in (True, False):
                 want = nx.closeness_centrality(G, wf_improved=wf)

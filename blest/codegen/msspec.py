@@ -8,6 +8,11 @@ Axes (docs/variants.md):
 * ``form`` - ``grid``: one batch at a time over the whole (cooperative) grid, grid barriers
   between the stages; ``block``: every thread block runs batches of its own, block barriers
   only (for deep graphs, where a grid barrier per level costs more than the level).
+* ``expand`` - how a queued VSS finds the rows the batch reaches: ``mma``, the paper's Alg. 5
+  (per active BFS, a warp ballot rebuilds its sigma-bit frontier word and the binary MMA tests
+  every slot against it); ``shuffle``, on CUDA cores (each nonzero KAPPA-bit frontier word of
+  the set's sigma vertices is broadcast by one warp shuffle and OR-ed into the slots whose mask
+  has that column: sigma shuffles at most, however many BFSs are active).
 
 Both forms go top-down on tensor cores or bottom-up on CUDA cores, chosen per level by eta (a
 runtime argument), so switching is not an axis.
@@ -32,6 +37,7 @@ _CHOICES: dict[str, tuple] = {
     "sigma": SIGMAS,
     "kappa": KAPPAS,
     "form": ("grid", "block"),
+    "expand": ("mma", "shuffle"),
 }
 
 
@@ -42,6 +48,7 @@ class MSSpec:
     sigma: int = DEFAULT_SIGMA
     kappa: int = DEFAULT_KAPPA
     form: str = "grid"
+    expand: str = "mma"
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -67,8 +74,9 @@ class MSSpec:
 
     @property
     def name(self) -> str:
-        """A short identifier, e.g. ``ms_s8_k64_block``."""
-        return f"ms_s{self.sigma}_k{self.kappa}_{self.form}"
+        """A short identifier, e.g. ``ms_s8_k64_block`` (``_shfl`` for the shuffle expansion)."""
+        suffix = "_shfl" if self.expand == "shuffle" else ""
+        return f"ms_s{self.sigma}_k{self.kappa}_{self.form}{suffix}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": MS_SPEC_FORMAT, **asdict(self)}

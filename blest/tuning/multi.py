@@ -99,7 +99,9 @@ def ms_candidates(
             for sigma in sigmas:
                 blocks = MS_BLOCKS if form == "block" else (DEFAULT_BLOCK_SIZE,)
                 for block in blocks:
-                    out.append(MSCandidate(MSSpec(sigma, kappa, form), DEFAULT_ETA, block))
+                    for expand in ("shuffle", "mma"):
+                        spec = MSSpec(sigma, kappa, form, expand)
+                        out.append(MSCandidate(spec, DEFAULT_ETA, block))
     return out
 
 
