@@ -6,6 +6,8 @@ import gzip
 import io
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 import tracemalloc
@@ -269,3 +271,36 @@ def test_guard_messages_have_no_line_for_objects() -> None:
     # The limit message of an in-memory input names it instead of a file.
     with pytest.raises(GraphLimitError, match="edge_index"):
         load_graph(np.array([[0, 1], [1, 2]]), max_bytes=10)
+
+
+# ====================================================================== SciPy reader crashes
+CRASHERS = {  # SciPy 1.17's fast_matrix_market dies with SIGSEGV on these bodies
+    "trailing space, no final newline": (b"3 1 1.5\n2 1 2 ", None),
+    "value with a suffix, no final newline": (b"3 1 1.5\n2 1 2x", None),
+    "NUL after a value": (b"3 1 1\x00.5\n2 1 2\n", 3),
+    "NUL after the last token": (b"3 1 1.5 \x00\n2 1 2\n", 3),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CRASHERS))
+@pytest.mark.parametrize("gz", [False, True])
+def test_inputs_that_crash_scipys_reader(tmp_path: Path, case: str, gz: bool) -> None:
+    """Each body loads or is refused, in a child process so that a crash fails the test."""
+    body, nul_line = CRASHERS[case]
+    text = b"%%MatrixMarket matrix coordinate real general\n3 3 2\n" + body
+    p = tmp_path / ("g.mtx.gz" if gz else "g.mtx")
+    p.write_bytes(gzip.compress(text) if gz else text)
+    code = (
+        "import sys\nfrom blest import load_graph\nfrom blest.errors import GraphFormatError\n"
+        "try:\n    g = load_graph(sys.argv[1])\n    print('arcs', g.nnz)\n"
+        "except GraphFormatError as e:\n    print('line', e.line, e)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(p)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert run.returncode == 0, f"child died with {run.returncode}: {run.stderr[-500:]}"
+    if nul_line is None:
+        assert run.stdout.split() == ["arcs", "2"]
+    else:
+        assert run.stdout.startswith(f"line {nul_line} ") and "NUL byte" in run.stdout

@@ -12,9 +12,10 @@ first bad line.
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
 import numpy as np
 import scipy.io
@@ -79,16 +80,85 @@ def load_mtx(f: GraphFile, opts: Options) -> Graph:
 
 
 def _read_body(f: GraphFile, header: MMHeader) -> Any:
-    """The COO array SciPy reads, or an error naming the first bad line."""
+    """The COO array SciPy reads, or an error naming the first bad line.
+
+    SciPy 1.17's ``fast_matrix_market`` crashes (segmentation fault) on a NUL byte right after
+    a number, and on a last line with anything after its last number but no final newline:
+    neither ever reaches it. A plain file is checked in one pass and, when it ends with a
+    newline, read by path (in parallel); anything else is read through a guarding stream.
+    """
     try:
         with read_errors(f.where):
-            if f.gzip or f.path.suffix in (".gz", ".bz2"):
-                with f.open() as stream:
-                    return scipy.io.mmread(stream, spmatrix=False)
-            # a path lets fast_matrix_market read the file in parallel
-            return scipy.io.mmread(f.where, spmatrix=False)
+            if not f.gzip and _check_plain(f) and f.path.suffix not in (".gz", ".bz2"):
+                return scipy.io.mmread(f.where, spmatrix=False)
+            with f.open() as stream:
+                guard = _GuardedStream(stream)
+                try:
+                    return scipy.io.mmread(guard, spmatrix=False)
+                finally:
+                    if guard.nul_seen:
+                        _refuse_nul(f)
+    except GraphFormatError:
+        raise
     except _READER_ERRORS as exc:
         _diagnose_mtx(f, header, exc)
+
+
+def _check_plain(f: GraphFile) -> bool:
+    """Refuse a NUL byte (naming its line); whether the file ends with a newline."""
+    last = b""
+    with open(f.path, "rb") as stream:
+        while chunk := stream.read(1 << 24):
+            if b"\0" in chunk:
+                _refuse_nul(f)
+            last = chunk[-1:]
+    return last == b"\n"
+
+
+def _refuse_nul(f: GraphFile) -> NoReturn:
+    line = 1
+    with read_errors(f.where), f.open() as stream:
+        while chunk := stream.read(1 << 24):
+            at = chunk.find(b"\0")
+            if at >= 0:
+                line += chunk.count(b"\n", 0, at)
+                break
+            line += chunk.count(b"\n")
+    raise GraphFormatError(
+        "NUL byte in the file (binary data, not Matrix Market text)", path=f.where, line=line
+    )
+
+
+class _GuardedStream(io.RawIOBase):
+    """The bytes of ``source`` with NUL bytes replaced (and noted), then a final newline if
+    they do not end with one: see :func:`_read_body`."""
+
+    def __init__(self, source: IO[bytes]):
+        super().__init__()
+        self._source = source
+        self._last = b"\n"
+        self._done = False
+        self.nul_seen = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._done:
+            return 0
+        data = self._source.read(len(buffer))
+        if data:
+            if b"\0" in data:
+                self.nul_seen = True
+                data = data.replace(b"\0", b"\x01")
+            buffer[: len(data)] = data
+            self._last = data[-1:]
+            return len(data)
+        self._done = True
+        if self._last == b"\n":
+            return 0
+        buffer[:1] = b"\n"
+        return 1
 
 
 def _raw_mm_entries(coo: Any, header: MMHeader) -> tuple[np.ndarray, np.ndarray]:
