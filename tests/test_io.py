@@ -1,4 +1,4 @@
-"""Tests of graph loading (blest/graph/io.py) and of the cleaning in Graph.from_arcs."""
+"""Tests of graph loading (blest/graph/io/) and of the cleaning in Graph.from_arcs."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ from blest.errors import BlestError, GraphFormatError, GraphLimitError
 from blest.graph import io as gio
 from blest.graph.core import MAX_VERTICES, Graph
 from blest.graph.io import GraphFileNotFoundError, load_graph, save_graph
+from blest.graph.io import edgelist as gel
+from blest.graph.io import mtx as gmtx
+from blest.graph.io.files import open_graph_file
 
 #: The project's shared real graphs (luxembourg_osm.mtx, musae_facebook.csv), when present.
 DATA = Path(
@@ -387,15 +390,15 @@ def test_mtx_at_vertex_limit_is_accepted_header(tmp_path: Path) -> None:
     )
     with pytest.raises(GraphLimitError):
         load_graph(p)
-    header = gio._read_mm_header(
-        write(
-            tmp_path,
-            "ok.mtx",
-            MM.format(field="pattern", symmetry="general")
-            + f"{MAX_VERTICES} {MAX_VERTICES} 1\n1 2\n",
-        ),
-        lambda: open(tmp_path / "ok.mtx", "rb"),
-        False,
+    header = gmtx.read_mm_header(
+        open_graph_file(
+            write(
+                tmp_path,
+                "ok.mtx",
+                MM.format(field="pattern", symmetry="general")
+                + f"{MAX_VERTICES} {MAX_VERTICES} 1\n1 2\n",
+            )
+        )
     )
     assert header.nrows == MAX_VERTICES
 
@@ -520,7 +523,7 @@ def test_edgelist_relabel_random_against_reference(tmp_path: Path) -> None:
 # ====================================================================== edge lists: chunked parsing
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gio, "_CHUNK_BYTES", 64)
+    monkeypatch.setattr(gel, "_CHUNK_BYTES", 64)
 
 
 def test_chunk_of_only_comments(tmp_path: Path, small_chunks: None) -> None:
@@ -551,8 +554,8 @@ def test_parsers_agree_on_random_chunks() -> None:
         sep = [" ", "\t", ","][int(rng.integers(0, 3))]
         rows = [sep.join([str(a), str(b)] + ["1.5"] * extra) for a, b in zip(u, v, strict=True)]
         chunk = ("\n".join(rows) + "\n").encode()
-        slow = gio._scan_edge_lines(chunk, 1, "x", relabel=False)
-        for fast in (gio._parse_regular(chunk), gio._parse_tokens(chunk)):
+        slow = gel._scan_edge_lines(chunk, 1, "x", relabel=False)
+        for fast in (gel._parse_regular(chunk), gel._parse_tokens(chunk)):
             assert fast is not None
             assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
 
@@ -897,7 +900,7 @@ def test_bad_arguments(tmp_path: Path) -> None:
 
 def test_package_exports() -> None:
     assert blest.load_graph is load_graph
-    assert gio.FORMATS == ("mtx", "edgelist", "npz")
+    assert gio.FORMATS == ("mtx", "edgelist", "npz", "metis")
 
 
 # ====================================================================== shared real graphs

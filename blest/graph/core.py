@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from blest.errors import ArgumentError, GraphLimitError
 
-__all__ = ["Graph", "CleaningReport", "MAX_VERTICES"]
+__all__ = ["Graph", "CleaningReport", "MAX_VERTICES", "build_nbytes"]
 
 #: Levels are int32 with -1 for unreachable, so a vertex id must stay below 2**31 - 1.
 MAX_VERTICES = 2**31 - 2
@@ -57,6 +57,19 @@ class CleaningReport:
         if self.symmetrized:
             text += "; symmetrized (reverse arcs added)"
         return text
+
+
+def build_nbytes(n: int, records: int, *, directed: bool) -> int:
+    """Peak bytes :meth:`Graph.from_arcs` allocates for ``records`` arcs on ``n`` vertices.
+
+    Cleaning sorts one int64 key per arc (two per record when undirected), copies the kept
+    keys past a boolean mask, and builds int64 row pointers (n + 1, with int64 temporaries of
+    the same length) and int32 columns per direction; directed graphs also build the
+    transpose. Measured with ``tracemalloc``: at most about 17 bytes per key, plus 28 bytes
+    per vertex when directed and 20 when undirected (the input arrays are not counted).
+    """
+    keys = records if directed else 2 * records
+    return 17 * keys + (28 if directed else 20) * (n + 1) + 4096
 
 
 def _check_n(n: int) -> None:
