@@ -323,25 +323,3 @@ def test_source_sums_container():
     assert full.identical(full.take(np.arange(5))) and not full.identical(a)
     with pytest.raises(ValueError):
         SourceSums([1, 2], [3], [0.5, 1.5])
-
-
-def test_locality_order_groups_sources_that_are_close(rng):
-    """Batches of the locality order span fewer hops than batches of consecutive ids."""
-    from random_graphs import make_grid
-
-    from blest.graph.ordering import rcm
-    from blest.runtime.multi import locality_order
-
-    g = make_grid(rng, 6000)
-    key = rcm(g).new_of_old
-    users = rng.permutation(g.n)
-    order = locality_order(g, users, 32, key)
-    assert np.array_equal(np.sort(order), np.arange(users.size))  # a permutation
-
-    def spread(batches):
-        return np.median([bfs_levels(g, int(b[0]))[b].max() for b in batches])
-
-    ours = [users[order[i : i + 32]] for i in range(0, users.size - 32, 32 * 20)]
-    by_id = np.argsort(key[users], kind="stable")
-    plain = [users[by_id[i : i + 32]] for i in range(0, users.size - 32, 32 * 20)]
-    assert spread(ours) < spread(plain)

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from blest.defaults import SOURCE_SEED
 from blest.errors import ArgumentError
 from blest.reference.centrality import (
     SourceSums,
@@ -73,55 +72,11 @@ def centrality_sources(sources: Any, n: int) -> np.ndarray:
     return as_sources(sources, n)
 
 
-#: Batches per call from which the sources are grouped by locality (a host BFS pays off).
-LOCALITY_BATCHES = 4
-
-
-def locality_order(graph: Any, users: np.ndarray, kappa: int, key: np.ndarray) -> np.ndarray:
-    """Positions of ``users`` so that runs of kappa hold sources close in the graph.
-
-    Nested Voronoi partitions: a BFS from seeded random sources (one super-source BFS per
-    level of nesting, with ``len(users) / size`` seeds for sizes 4096 kappa, 64 kappa, 8 kappa
-    and kappa) gives every vertex its nearest seed at each scale; sources are ordered by those
-    seeds' ``key`` (the internal id), coarse to fine, then by distance to the finest seed. A
-    batch then lies in one small cell, or in neighbouring ones, so its BFSs have nearly the same
-    frontiers after a few levels and one touch of a vertex discovers it for most of the batch.
-    (On a road graph of 115K vertices: a median spread of 54 hops within a batch of 64,
-    against 505 for consecutive RCM ids.)
-    """
-    from blest.reference.scipy_bfs import ScipyBFS
-
-    k, n = users.size, graph.n
-    if k < 2 * kappa:
-        return np.argsort(key[users], kind="stable")
-    rng = np.random.default_rng(SOURCE_SEED)
-    bfs = ScipyBFS(graph)
-    keys, levels = [], None
-    for size in (4096 * kappa, 64 * kappa, 8 * kappa, kappa):
-        cells = k // size
-        if cells < 2:
-            continue
-        seeds = np.unique(rng.choice(users, cells, replace=False))
-        levels, parent = bfs.run(seeds, parents=True)
-        root = np.where(parent >= 0, parent, np.arange(n))  # seeds and unreached: themselves
-        while True:  # pointer jumping up to the seed
-            up = root[root]
-            if np.array_equal(up, root):
-                break
-            root = up
-        keys.append(np.where(levels >= 0, key[root], n + key)[users])  # unreached: last
-    return np.lexsort((levels[users], *reversed(keys)))
-
-
-def _sorted(engine: Any, users: np.ndarray, kappa: int) -> tuple[np.ndarray, np.ndarray]:
-    """(internal ids in batch order, the permutation of ``users`` that gives it): by locality
-    for calls of several batches, else by internal id."""
-    new_of_old = np.asarray(engine.permutation.new_of_old)
-    if users.size >= LOCALITY_BATCHES * kappa:
-        order = locality_order(engine.graph, users, kappa, new_of_old)
-    else:
-        order = np.argsort(new_of_old[users], kind="stable")
-    return new_of_old[users[order]].astype(np.int32), order
+def _sorted(engine: Any, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(internal ids in increasing order, the permutation that sorted them)."""
+    internal = np.asarray(engine.permutation.new_of_old)[users].astype(np.int32)
+    order = np.argsort(internal, kind="stable")
+    return internal[order], order
 
 
 def gpu_bfs_many(
@@ -131,7 +86,7 @@ def gpu_bfs_many(
     multi-source runner, a window of rows at a time on the device."""
     runner = engine.ms_runner(reverse=False)
     cp, n, kappa = engine._cp, engine.n, runner.spec.kappa
-    internal, order = _sorted(engine, users, kappa)
+    internal, order = _sorted(engine, users)
     k = internal.size
     rows = max(kappa, min(k, WINDOW_BYTES // max(4 * n, 1)) // kappa * kappa)
     with cp.cuda.Device(runner.device_id):
@@ -153,7 +108,7 @@ def gpu_bfs_many(
 def gpu_source_sums(engine: Any, users: np.ndarray, progress: Progress | None = None) -> SourceSums:
     """Exact sums of BFSs over in-arcs from every source (the caller's order)."""
     runner = engine.ms_runner(reverse=engine.graph.directed)
-    internal, order = _sorted(engine, users, runner.spec.kappa)
+    internal, order = _sorted(engine, users)
     dist, reach, harm = runner.run(internal, progress=progress)
     sums = SourceSums(dist.get().astype(np.int64), reach.get().astype(np.int64), harm.get())
     inverse = np.empty_like(order)

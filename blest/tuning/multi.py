@@ -76,23 +76,16 @@ class MSTimed:
         }
 
 
-def sample_sources(
-    prepared: Prepared, count: int, kappa: int = 64, windows: int = 8, seed: int = SOURCE_SEED
-) -> np.ndarray:
-    """``count`` internal ids (all of them when n <= count), in the order an all-sources run
-    takes them (grouped by locality): ``windows`` runs of that order at seeded random places."""
-    from blest.runtime.multi import locality_order
-
-    n = prepared.n
-    new_of_old = np.asarray(prepared.permutation.new_of_old)
-    users = np.arange(n, dtype=np.int64)
-    ordered = new_of_old[users[locality_order(prepared.graph, users, kappa, new_of_old)]]
+def sample_sources(n: int, count: int, windows: int = 8, seed: int = SOURCE_SEED) -> np.ndarray:
+    """``count`` internal ids (all of them when n <= count): ``windows`` runs of consecutive
+    ids starting at seeded random places, in increasing order."""
     if n <= count:
-        return ordered.astype(np.int32)
+        return np.arange(n, dtype=np.int32)
     rng = np.random.default_rng(seed)
     per = max(1, count // windows)
-    starts = np.sort(rng.choice(n // per, size=min(windows, n // per), replace=False)) * per
-    return np.concatenate([ordered[s : s + per] for s in starts]).astype(np.int32)
+    starts = np.sort(rng.choice(n - per + 1, size=windows, replace=False))
+    ids = np.unique(np.concatenate([np.arange(s, s + per) for s in starts]))
+    return ids.astype(np.int32)
 
 
 def ms_candidates(
@@ -190,11 +183,9 @@ def search_multi_source(
     progress: Callable[[str], None] | None = None,
 ) -> tuple[MSTimed, list[MSTimed]]:
     """The fastest candidate per source and the whole table."""
+    n = prepared(sigmas[0]).n
     search = MultiSourceSearch(
-        prepared,
-        sample_sources(prepared(sigmas[0]), sample),
-        budget_s,
-        progress or (lambda m: None),
+        prepared, sample_sources(n, sample), budget_s, progress or (lambda m: None)
     )
     best = search.run(ms_candidates(sigmas, depth))
     return best, search.results
