@@ -98,20 +98,9 @@ def test_every_module_is_placed():
 
 
 MAX_LINES = 500
-#: Modules being split right now (each must shrink under MAX_LINES: the mark is strict).
-BEING_SPLIT = {"blest.graph.io"}
 
 
-@pytest.mark.parametrize(
-    "module,path",
-    [
-        pytest.param(m, p, marks=pytest.mark.xfail(strict=True, reason="being split"))
-        if m in BEING_SPLIT
-        else (m, p)
-        for m, p in _modules()
-    ],
-    ids=lambda x: str(x),
-)
+@pytest.mark.parametrize("module,path", _modules(), ids=lambda x: str(x))
 def test_files_stay_readable(module, path):
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_LINES, f"{module}: {lines} lines (split it by concern)"
@@ -168,7 +157,5 @@ def test_docs_cite_nothing_outside_the_repository():
     files += list((PACKAGE.parent / "docs").glob("*.md"))
     for path in files:
         text = path.read_text()
-        if path.name == "io.py" and "blest.graph.io" in BEING_SPLIT:
-            continue
         offenders += [f"{path.name}: {n}" for n in needles if n in text]
     assert not offenders, offenders

@@ -46,7 +46,7 @@ _SUFFIX_FORMAT = {
     ".metis": "metis",
 }
 _DESCRIBE = {"mtx": "a Matrix Market file", "npz": "a zip / .npz archive"}
-HEAD_BYTES = 1 << 16
+HEAD_BYTES = 64 * 1024  # bytes sniffed at the start of a file
 
 
 def canonical_format(format: str | None) -> str | None:
