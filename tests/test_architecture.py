@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": {"graph", "reference", "codegen", "runtime"},
     "tuning": {"graph", "reference", "codegen", "runtime", "tuning", "datasets"},
 }
-TOP = {"blest", "blest.cli", "blest.api", "blest.nx"}
+TOP = {"blest", "blest.cli", "blest.api", "blest.nx", "blest.centrality"}
 
 
 def _modules() -> list[tuple[str, Path]]:

@@ -33,6 +33,8 @@ _LAZY = {
     "convert_from_nx": "blest.nx.graph",
     "convert_to_nx": "blest.nx.graph",
     **dict.fromkeys(FUNCTIONS, "blest.nx.algorithms"),
+    "closeness_centrality": "blest.nx.centrality",
+    "harmonic_centrality": "blest.nx.centrality",
 }
 
 

@@ -17,9 +17,15 @@ _DEVICE = (
 )
 
 #: The NetworkX functions the backend implements, each with a note for NetworkX's docs.
-#: (Closeness and harmonic centrality come with the multi-source kernels: add them here and in
-#: blest.nx.algorithms together.)
 FUNCTIONS: dict[str, str] = {
+    "closeness_centrality": (
+        "Exact, from blest's multi-source BFS (kappa BFSs per kernel batch); unweighted only "
+        "(distance is not supported)."
+    ),
+    "harmonic_centrality": (
+        "Exact, from the same traversals; unweighted, with paths from every node (distance and "
+        "sources are not supported)."
+    ),
     "single_source_shortest_path_length": (
         "Levels from blest's BFS; the dict lists nodes by distance (within one distance the "
         "order may differ from NetworkX's)."

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from blest.nx import algorithms
+from blest.nx import algorithms, centrality
 from blest.nx.graph import BlestGraph, convert_from_nx, convert_to_nx
 from blest.nx.info import FUNCTIONS
 
@@ -26,7 +26,8 @@ SHOULD_RUN_MIN_EDGES = 50_000
 
 def _bound(name: str, args: tuple, kwargs: dict) -> dict[str, Any]:
     try:
-        sig = inspect.signature(getattr(algorithms, name))
+        module = centrality if hasattr(centrality, name) else algorithms
+        sig = inspect.signature(getattr(module, name))
         return dict(sig.bind_partial(*args, **kwargs).arguments)
     except (AttributeError, TypeError):
         return {}
@@ -36,8 +37,13 @@ def can_run(name: str, args: tuple, kwargs: dict) -> bool | str:
     """Whether blest implements ``name`` for these arguments (a string says why not)."""
     if name not in FUNCTIONS:
         return f"blest does not implement {name}"
-    if _bound(name, args, kwargs).get("sort_neighbors") is not None:
+    bound = _bound(name, args, kwargs)
+    if bound.get("sort_neighbors") is not None:
         return "blest does not support sort_neighbors"
+    if bound.get("distance") is not None:
+        return "blest computes unweighted distances only (distance is not supported)"
+    if bound.get("sources") is not None:
+        return "blest's harmonic centrality takes paths from every node (sources not supported)"
     return True
 
 
@@ -63,7 +69,8 @@ class BackendInterface:
     convert_to_nx = staticmethod(convert_to_nx)
     can_run = staticmethod(can_run)
     should_run = staticmethod(should_run)
-    # The BFS functions (closeness / harmonic centrality join them with the multi-source work).
+    closeness_centrality = staticmethod(centrality.closeness_centrality)
+    harmonic_centrality = staticmethod(centrality.harmonic_centrality)
     single_source_shortest_path_length = staticmethod(algorithms.single_source_shortest_path_length)
     bfs_edges = staticmethod(algorithms.bfs_edges)
     bfs_tree = staticmethod(algorithms.bfs_tree)

@@ -1,0 +1,192 @@
+"""Many BFSs in one call: ``bfs_many``, exact ``closeness`` and ``harmonic`` centrality, on one
+GPU, on every GPU of the machine, or on MPI ranks across machines.
+
+The target is a tuned config (``*.blest.json``: its engine, multi-source variant included) or
+anything :func:`blest.load_graph` reads (prepared at the default sigma, natural vertex order).
+Where it runs: ``device=`` as everywhere (``None``: the GPU when there is one, else SciPy on the
+CPU). ``gpus=`` spreads the sources over several processes, one per GPU: ``"all"`` or a count
+starts local workers; under ``mpirun -n N`` (mpi4py) every rank runs the same call and takes
+its share. Sources are dealt in whole batches of kappa, each source is computed by exactly one
+process, and the integer sums are reduced exactly: the scores are bit-identical to one GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from blest.defaults import DEFAULT_KAPPA, DEFAULT_SIGMA
+from blest.errors import ArgumentError
+from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
+from blest.runtime.multi import centrality_sources
+
+__all__ = ["bfs_many", "closeness", "harmonic", "source_sums", "engine_for"]
+
+Progress = Callable[[int, int], None]
+
+
+def engine_for(target: Any, *, directed: bool | None = None, device: Any = None) -> Any:
+    """An engine for a tuned config path or any graph input (see the module docstring)."""
+    if isinstance(target, (str, os.PathLike)) and os.fspath(target).lower().endswith(".json"):
+        from blest.tuning.loader import load_tuned
+
+        if directed is not None:
+            raise ArgumentError("directed= does not apply to a tuned config")
+        return load_tuned(target, device=device)
+    from blest.graph.io import load_graph
+    from blest.graph.prepared import Prepared
+    from blest.runtime.factory import make_engine
+
+    graph = load_graph(target, directed=directed)
+    if graph.n == 0:
+        raise ArgumentError("the graph has no vertices")
+    return make_engine(Prepared.from_graph(graph, DEFAULT_SIGMA), device=device)
+
+
+def bfs_many(
+    target: Any,
+    sources: Any,
+    *,
+    out: Any = None,
+    directed: bool | None = None,
+    device: Any = None,
+    progress: Progress | None = None,
+) -> np.ndarray:
+    """Levels from every source, shape ``(len(sources), n)`` (see ``engine.bfs_many``)."""
+    with engine_for(target, directed=directed, device=device) as eng:
+        return eng.bfs_many(sources, out=out, progress=progress)
+
+
+def source_sums(
+    target: Any,
+    sources: Any = None,
+    *,
+    directed: bool | None = None,
+    device: Any = None,
+    gpus: int | str | None = None,
+    progress: Progress | None = None,
+) -> SourceSums:
+    """Exact per-vertex sums of distances, reaches and harmonic sums over in-arcs."""
+    return _sums_and_n(target, sources, directed, device, gpus, progress)[0]
+
+
+def _sums_and_n(
+    target: Any, sources: Any, directed: Any, device: Any, gpus: Any, progress: Any
+) -> tuple[SourceSums, int]:
+    world = _mpi()
+    if world is not None:
+        comm, rank, size = world
+        return _share(rank, size, comm, target, directed, sources, progress, None)
+    workers = _workers(gpus)
+    if workers <= 1:
+        return _share(0, 1, None, target, directed, sources, progress, device)
+    from blest.runtime.distributed import run_local_workers
+
+    return run_local_workers(_worker, workers, target, directed, sources)
+
+
+def closeness(
+    target: Any,
+    sources: Any = None,
+    *,
+    wf_improved: bool = True,
+    directed: bool | None = None,
+    device: Any = None,
+    gpus: int | str | None = None,
+    progress: Progress | None = None,
+) -> np.ndarray:
+    """Exact closeness centrality of ``sources`` (default: every vertex, in id order), float64,
+    as NetworkX's ``closeness_centrality`` defines it (distances to each vertex)."""
+    sums, n = _sums_and_n(target, sources, directed, device, gpus, progress)
+    return closeness_from_sums(sums, n, wf_improved=wf_improved)
+
+
+def harmonic(
+    target: Any,
+    sources: Any = None,
+    *,
+    directed: bool | None = None,
+    device: Any = None,
+    gpus: int | str | None = None,
+    progress: Progress | None = None,
+) -> np.ndarray:
+    """Harmonic centrality of ``sources`` (default: every vertex): the sum over the other
+    vertices v of 1 / d(v, u), float64."""
+    sums, _ = _sums_and_n(target, sources, directed, device, gpus, progress)
+    return harmonic_from_sums(sums)
+
+
+# ---------------------------------------------------------------------- sharing the work
+def _workers(gpus: int | str | None) -> int:
+    if gpus is None:
+        return 1
+    if gpus == "all":
+        try:
+            import cupy
+
+            return max(1, int(cupy.cuda.runtime.getDeviceCount()))
+        except Exception as exc:
+            raise ArgumentError(f"gpus='all' needs CuPy and a GPU ({exc})") from None
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise ArgumentError(f"gpus must be 'all' or a count >= 1, got {gpus!r}")
+    return gpus
+
+
+def _mpi() -> Any:
+    from blest.runtime.distributed import mpi_world
+
+    return mpi_world()
+
+
+def _device_of(rank: int) -> Any:
+    """Rank r takes GPU r modulo the GPUs of its machine (None: none there, the CPU runs)."""
+    from blest.codegen.toolchain import have_gpu
+
+    if not have_gpu():
+        return None
+    import cupy
+
+    return rank % int(cupy.cuda.runtime.getDeviceCount())
+
+
+def _share(
+    rank: int,
+    size: int,
+    comm: Any,
+    target: Any,
+    directed: bool | None,
+    sources: Any,
+    progress: Progress | None,
+    device: Any,
+) -> tuple[SourceSums, int]:
+    """This process's sources (whole batches, dealt round robin), the reduced sums, and n.
+    ``device`` None in a worker or an MPI rank: the rank's own GPU."""
+    from blest.runtime.distributed import partition, reduce_sums
+
+    if device is None and size > 1:
+        device = _device_of(rank)
+    with engine_for(target, directed=directed, device=device) as eng:
+        users = centrality_sources(sources, eng.n)
+        kappa = _kappa(eng)
+        positions = partition(users.size, kappa, rank, size)
+        report = progress if rank == 0 else None
+        local = eng.source_sums(users[positions], progress=report)
+        n = eng.n
+    if size == 1:
+        return local, n
+    return reduce_sums(comm, users.size, positions, local), n
+
+
+def _worker(rank: int, size: int, comm: Any, target: Any, directed: Any, sources: Any) -> Any:
+    return _share(rank, size, comm, target, directed, sources, None, None)
+
+
+def _kappa(engine: Any) -> int:
+    """The batch width the engine runs (the partition deals whole batches)."""
+    runner = getattr(engine, "ms_runner", None)
+    if runner is None:
+        return DEFAULT_KAPPA
+    return int(runner(reverse=engine.graph.directed).spec.kappa)
