@@ -42,7 +42,7 @@ def can_run(name: str, args: tuple, kwargs: dict) -> bool | str:
         return "blest does not support sort_neighbors"
     if bound.get("distance") is not None:
         return "blest computes unweighted distances only (distance is not supported)"
-    if bound.get("sources") is not None:
+    if name == "harmonic_centrality" and bound.get("sources") is not None:
         return "blest's harmonic centrality takes paths from every node (sources not supported)"
     return True
 
