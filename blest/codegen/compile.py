@@ -20,7 +20,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Literal
 
@@ -308,19 +308,24 @@ def compile_many(
                 ): key
                 for key, idx in todo.items()
             }
-        for fut in as_completed(futures):
-            key = futures[fut]
-            i = todo[key][0]
-            try:
-                done(key, fut.result())
-            except CompileError as exc:
-                raise fail(i, exc) from exc
-            except BrokenProcessPool as exc:
-                raise CompileError(
-                    f"compile_many item {i} ({resolved[i][2]}): a compiler process died ({exc}); "
-                    "max_workers=1 compiles in-process",
-                    source=resolved[i][0],
-                ) from exc
+        pending = set(futures)
+        while pending:
+            # short waits: a signal that lands in one of the pool's threads is only acted on
+            # when the main thread runs again
+            finished_now, pending = wait(pending, timeout=0.05, return_when=FIRST_COMPLETED)
+            for fut in finished_now:
+                key = futures[fut]
+                i = todo[key][0]
+                try:
+                    done(key, fut.result())
+                except CompileError as exc:
+                    raise fail(i, exc) from exc
+                except BrokenProcessPool as exc:
+                    raise CompileError(
+                        f"compile_many item {i} ({resolved[i][2]}): a compiler process died "
+                        f"({exc}); max_workers=1 compiles in-process",
+                        source=resolved[i][0],
+                    ) from exc
     except BaseException:
         workers_alive = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
