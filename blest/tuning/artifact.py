@@ -97,13 +97,20 @@ def _members(prep: Prepared) -> list[tuple[str, np.ndarray, bool]]:
 
 def write_artifact(f: IO[bytes], prep: Prepared) -> None:
     """Write ``prep`` as an artifact into the binary file ``f`` (seekable)."""
-    with zipfile.ZipFile(f, "w", allowZip64=True) as zf:
+    zf = zipfile.ZipFile(f, "w", allowZip64=True)
+    try:
         for name, array, deflate in _members(prep):
             info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_EPOCH)
             info.compress_type = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
             info.external_attr = 0o644 << 16
             with zf.open(info, "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, array, allow_pickle=False)
+    except BaseException:
+        # Interrupted (a signal) or failed: the caller discards the file. Closing the archive
+        # now would raise about the open member and hide the reason, so abandon it.
+        zf.fp = None
+        raise
+    zf.close()
 
 
 def save_artifact(path: str | os.PathLike[str], prep: Prepared) -> Path:

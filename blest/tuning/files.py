@@ -255,13 +255,11 @@ def exclusive_lock(
     while True:
         fd = _open_lock(lock)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if not waited and on_wait is not None:
+            while not _try_lock(fd):  # polled: a blocked flock would not see Ctrl-C when
+                if not waited and on_wait is not None:  # the signal lands in another thread
                     on_wait()
                 waited = True
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                time.sleep(0.05)
             if _same_file(fd, lock):
                 break
         except BaseException:
@@ -274,6 +272,14 @@ def exclusive_lock(
         with contextlib.suppress(OSError):
             os.unlink(lock)
         os.close(fd)
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def _open_lock(lock: Path) -> int:
