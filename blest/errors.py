@@ -18,6 +18,7 @@ __all__ = [
     "VertexError",
     "EngineError",
     "DeviceMemoryError",
+    "MissingDependencyError",
 ]
 
 
@@ -84,3 +85,7 @@ class EngineError(BlestError, RuntimeError):
 
 class DeviceMemoryError(BlestError, MemoryError):
     """The GPU has too little free memory for what was asked (the message gives both sizes)."""
+
+
+class MissingDependencyError(BlestError, ImportError):
+    """An optional dependency is not installed (the message names the extra that brings it)."""
