@@ -17,8 +17,11 @@ from collections.abc import Sequence
 __all__ = ["build_parser", "build_tune_parser", "main", "tune_main"]
 
 
+_PROG = ["blest"]
+
+
 def _quiet_exit(signum: int, _frame: object) -> None:
-    sys.stderr.write("interrupted\n")
+    sys.stderr.write(f"{_PROG[0]}: interrupted\n")
     os._exit(128 + signum)
 
 
@@ -30,6 +33,7 @@ def _starting() -> None:
     script = os.path.basename(sys.argv[0]) if sys.argv else ""
     if script not in ("blest", "blest-tune", "-m"):
         return
+    _PROG[0] = script if script != "-m" else "blest"
     if threading.current_thread() is threading.main_thread():
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _quiet_exit)

@@ -146,7 +146,9 @@ def build_tune_parser() -> argparse.ArgumentParser:
         "--ordering",
         nargs="+",
         metavar="NAME",
-        help="orderings to consider (default: every available one: natural, rcm, jaccard)",
+        help="orderings to consider (default on a GPU: every available one: natural, rcm, "
+        "jaccard; without a GPU the first given, default the paper's: jaccard for scale-free "
+        "graphs, else rcm)",
     )
     p.add_argument(
         "--compile-check",

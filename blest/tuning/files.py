@@ -5,10 +5,10 @@ an exclusive lock per output, and the SHA-256 of a file.
 Temporary files are named ``.<final name>.<random>.tmp`` and live beside their target, so that
 :func:`os.replace` publishes them atomically.
 
-Fault injection (tests only): ``BLEST_FAILPOINT=<point>[:<action>]`` makes :func:`failpoint`
-act at the named point; ``action`` is ``kill`` (SIGKILL, the default), ``int`` (SIGINT),
-``term`` (SIGTERM), ``raise`` (``RuntimeError``) or ``sleep=<seconds>``. The points are listed
-in :data:`FAILPOINTS`.
+Fault injection, a private hook for the tests: ``BLEST_FAILPOINT=<point>[:<action>]`` makes
+:func:`failpoint` act at the named point; ``action`` is ``kill`` (SIGKILL, the default), ``int``
+(SIGINT), ``term`` (SIGTERM), ``raise`` (``RuntimeError``) or ``sleep=<seconds>``. The points
+are listed in :data:`FAILPOINTS`.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from blest.errors import ArgumentError
 
 __all__ = [
     "FAILPOINTS",
+    "STALE_SECONDS",
     "Terminated",
     "atomic_write",
     "check_output_path",
@@ -49,6 +50,7 @@ FAILPOINTS = (
     "config-written",
     "after-config",
 )
+#: Temporary files and orphaned artifacts older than this (seconds) are swept.
 STALE_SECONDS = 3600.0
 
 
