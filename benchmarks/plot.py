@@ -1,7 +1,8 @@
 """Plot benchmark results (matplotlib, the optional ``plot`` extra).
 
 ``plot_results(rows, path)``: one panel per graph, mean traversal time of every variant and
-geometry (log scale), the paper's fixed choice and the C++ anchor marked.
+geometry (log scale), the paper's fixed choice and the C++ anchor marked. ``plot_levels``
+(per-level timelines) lives in the package, :mod:`blest.tuning.plots`.
 Usage: ``python3 benchmarks/plot.py results.json out.png``.
 """
 
@@ -11,14 +12,17 @@ import json
 import sys
 from pathlib import Path
 
+from blest.tuning.plots import plot_levels
+
+__all__ = ["plot_levels", "plot_results"]
+
 
 def plot_results(rows: list[dict], path: str | Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from run import CPP_MS
 
+    from blest.tuning.plots import require_matplotlib
+
+    plt = require_matplotlib()
     rows = [r for r in rows if r["kind"] != "levels"]
     graphs = list(dict.fromkeys(r["graph"] for r in rows))
     per_graph = max(sum(r["graph"] == g for r in rows) for g in graphs)
@@ -37,36 +41,6 @@ def plot_results(rows: list[dict], path: str | Path) -> Path:
         if name in CPP_MS:
             ax.axvline(CPP_MS[name], color="tab:red", linestyle="--", label="C++ Blest (H200)")
             ax.legend(fontsize=6, loc="lower right")
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
-    return out
-
-
-def plot_levels(rows: list[dict], path: str | Path) -> Path:
-    """Time per BFS level of each graph's best variant, tensor-core (top-down) levels blue and
-    CUDA-core (bottom-up) levels orange, as in the Blest paper's Fig. 5."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    timelines = [r for r in rows if r["kind"] == "levels"]
-    fig, axes = plt.subplots(len(timelines), 1, figsize=(10, 2.4 * max(1, len(timelines))))
-    axes = [axes] if len(timelines) == 1 else list(axes)
-    for ax, r in zip(axes, timelines, strict=True):
-        ms = r["level_ms"]
-        bottom_up = set(r["bottom_up_levels"])
-        colors = ["tab:orange" if i in bottom_up else "tab:blue" for i in range(len(ms))]
-        ax.bar(range(len(ms)), [1e3 * t for t in ms], color=colors, width=1.0)
-        ax.set_ylabel("µs", fontsize=7)
-        ax.set_title(
-            f"{r['graph']} from source {r['source']}: {r['variant']} "
-            f"(blue: tensor cores, orange: CUDA-core bottom-up)",
-            fontsize=8,
-        )
-    axes[-1].set_xlabel("BFS level")
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=130)

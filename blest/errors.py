@@ -19,6 +19,7 @@ __all__ = [
     "EngineError",
     "DeviceMemoryError",
     "ValidationError",
+    "MissingDependencyError",
 ]
 
 
@@ -100,3 +101,7 @@ class ValidationError(BlestError, ValueError):
     def __init__(self, check: str, message: str):
         self.check = check
         super().__init__(f"BFS check '{check}' failed: {message}")
+
+
+class MissingDependencyError(BlestError, ImportError):
+    """An optional dependency is not installed (the message names the extra that brings it)."""

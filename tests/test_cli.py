@@ -4,6 +4,7 @@ path end to end on the bundled graph, and user errors (exit 2, one line, no part
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -69,24 +70,30 @@ def _fails(capsys, run, argv, d, match: str = "", *, warned: bool = False) -> st
 
 
 # ---------------------------------------------------------------------- the main job, no GPU
-@needs_nvrtc
 def test_bundled_graph_end_to_end(tmp_path, kernel_cache, capsys):
+    """Without a GPU blest-tune compiles nothing (no kernel can run here) and says so."""
     graph_file = tmp_path / "luxembourg_osm.mtx.gz"
     shutil.copy(example_path(), graph_file)
     cfg = tmp_path / "x.blest.json"
     assert tune_main([str(graph_file), "-o", str(cfg), "--sigma", "8"]) == 0
     out = capsys.readouterr()
-    assert "wrote" in out.out and "x.blest.npz" in out.out
-    assert len([line for line in out.err.splitlines() if "note:" in line]) == 1
     data = json.loads(cfg.read_text())
-    assert data["tuned"] is False and data["gpu"] is None and data["timing"]["compiled"]
+    artifact = data["artifact"]["path"]
+    assert re.fullmatch(r"x\.blest\.[0-9a-f]{12}\.npz", artifact) and artifact in out.out
+    assert data["artifact"]["sha256"].startswith(artifact.split(".")[2])
+    notes = [line for line in out.err.splitlines() if "note:" in line]
+    assert len(notes) == 1 and "no kernel compiled" in notes[0]
+    assert data["tuned"] is False and data["gpu"] is None and data["timing"]["compiled"] == []
     assert data["preparation"]["sigma"] == 8 and data["graph"]["n"] == 114_599
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [graph_file.name, cfg.name, artifact]
+    )
     with pytest.warns(RuntimeWarning, match="emulator"):
         eng = blest.load_tuned(cfg)
     graph = blest.load_graph(graph_file)
     src = int(np.flatnonzero(graph.out_degree > 0)[12345])
     assert np.array_equal(eng.bfs(src), bfs_levels(graph, src))
-    # blest bfs CONFIG SRC --out, info, source (compiles with NVRTC), ptx
+    # blest bfs CONFIG SRC --out, info
     levels_file = tmp_path / "levels.npy"
     assert main(["bfs", str(cfg), str(src), "--out", str(levels_file)]) == 0
     assert np.array_equal(np.load(levels_file), bfs_levels(graph, src))
@@ -94,12 +101,31 @@ def test_bundled_graph_end_to_end(tmp_path, kernel_cache, capsys):
     assert main(["info", str(cfg)]) == 0
     info = capsys.readouterr().out
     assert "114,599 vertices" in info and data["variant_name"] in info and "U_div" in info
+
+
+@needs_nvrtc
+def test_source_and_ptx_of_a_config(small, kernel_cache, capsys):
+    _, _, cfg = small
+    data = json.loads(cfg.read_text())
+    capsys.readouterr()
     assert main(["source", str(cfg)]) == 0
     source = capsys.readouterr().out
     assert data["variant_name"] in source
     assert compile_source(source, arch="sm_90", cache=False)[:4] == b"\x7fELF"
     assert main(["ptx", str(cfg)]) == 0
     assert ".target sm_90" in capsys.readouterr().out
+
+
+@needs_nvrtc
+def test_compile_check_compiles_the_candidates(tmp_path, rng, kernel_cache, capsys):
+    g = make_directed(rng, 100)
+    write_mtx(g, tmp_path / "g.mtx")
+    cfg = tmp_path / "g.blest.json"
+    argv = [str(tmp_path / "g.mtx"), "-o", str(cfg), "--sigma", "16", "--ordering", "rcm"]
+    assert tune_main([*argv, "--compile-check", "-q"]) == 0
+    data = json.loads(cfg.read_text())
+    assert data["variant"]["sigma"] == 16 and len(data["timing"]["compiled"]) >= 10
+    assert data["timing"]["compile_arch"] == "sm_90"
 
 
 # ---------------------------------------------------------------------- commands
@@ -118,12 +144,18 @@ def test_tune_default_output_names(tmp_path, rng, monkeypatch, no_compile, capsy
     out.mkdir()
     monkeypatch.chdir(out)
     assert tune_main([str(tmp_path / "road.mtx")]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["road.blest.json", "road.blest.npz"]
+    first = sorted(p.name for p in out.iterdir())
+    assert len(first) == 2 and first[1] == "road.blest.json"
+    assert re.fullmatch(r"road\.blest\.[0-9a-f]{12}\.npz", first[0])
     text = capsys.readouterr()
     assert "variant" in text.out and text.err.count("\n") == 1  # the one-line note
     assert tune_main([str(tmp_path / "road.mtx"), "-q", "--undirected"]) == 0  # overwrite
     assert capsys.readouterr() == ("", "")
-    assert json.loads((out / "road.blest.json").read_text())["graph"]["directed"] is False
+    data = json.loads((out / "road.blest.json").read_text())
+    assert data["graph"]["directed"] is False
+    # the new pair replaced the old one: the old artifact is gone
+    assert sorted(p.name for p in out.iterdir()) == [data["artifact"]["path"], "road.blest.json"]
+    assert data["artifact"]["path"] != first[0]
 
 
 def test_bfs_info_source_with_small_config(small, capsys):
@@ -215,5 +247,6 @@ def test_blest_user_errors(small, capsys):
     ]
     for argv, match in cases:
         _fails(capsys, main, argv, d, match)
-    (d / "small.blest.npz").write_bytes(b"PK\x03\x04 truncated")
+    artifact = d / json.loads(cfg.read_text())["artifact"]["path"]
+    artifact.write_bytes(b"PK\x03\x04 truncated")
     _fails(capsys, main, ["bfs", str(cfg), "1", "--out", out], d, "re-run blest-tune")

@@ -54,8 +54,13 @@ def no_compile(monkeypatch):
 
 def _tuned(tmp_path, graph: Graph, name: str = "g", **kw) -> tuple[TunedConfig, object]:
     out = tune(graph, source=f"/data/{name}.mtx", use_gpu=False, **kw)
-    cfg = write_tuned(out, tmp_path / f"{name}.blest.json", tmp_path / f"{name}.blest.npz")
+    cfg = write_tuned(out, tmp_path / f"{name}.blest.json")
     return cfg, out
+
+
+def _artifact(d, name: str = "g"):
+    """The artifact the config ``d/<name>.blest.json`` names."""
+    return d / json.loads((d / f"{name}.blest.json").read_text())["artifact"]["path"]
 
 
 def _load(path, **kw):
@@ -102,7 +107,8 @@ def test_config_round_trip(tmp_path, rng):
     assert data["graph"]["hash"] == g.content_hash()
     assert (data["graph"]["n"], data["graph"]["arcs"]) == (g.n, g.nnz)
     assert data["preparation"]["ordering"] == "rcm" and data["preparation"]["sigma"] == 8
-    assert data["artifact"]["path"] == "g.blest.npz" and len(data["artifact"]["sha256"]) == 64
+    sha = data["artifact"]["sha256"]
+    assert data["artifact"]["path"] == f"g.blest.{sha[:12]}.npz" and len(sha) == 64
     assert VariantSpec.from_dict(data["variant"]) == cfg.spec
     assert data["gpu"] is None and isinstance(data["timing"], dict)
     assert any("paper's rules" in n for n in data["notes"])
@@ -134,7 +140,7 @@ def tuned_dir(tmp_path, rng):
 
 def test_tampered_artifact_is_refused(tuned_dir):
     d, _ = tuned_dir
-    art = d / "g.blest.npz"
+    art = _artifact(d)
     data = bytearray(art.read_bytes())
     data[len(data) // 2] ^= 0xFF
     art.write_bytes(bytes(data))
@@ -160,7 +166,7 @@ def test_artifact_of_another_graph_is_refused(tuned_dir, rng):
     cfg_path = d / "g.blest.json"
     data = json.loads(cfg_path.read_text())
     other_art = json.loads((other / "g.blest.json").read_text())["artifact"]
-    data["artifact"] = {"path": "other/g.blest.npz", "sha256": other_art["sha256"]}
+    data["artifact"] = {"path": f"other/{other_art['path']}", "sha256": other_art["sha256"]}
     cfg_path.write_text(json.dumps(data))
     with pytest.raises(ConfigError, match="another graph"):
         _load(cfg_path)
@@ -193,7 +199,7 @@ def test_missing_or_broken_files_are_refused(tuned_dir):
     (d / "partial.json").write_text(json.dumps(data))
     with pytest.raises(ConfigError, match="launch_geometry.*re-run blest-tune"):
         _load(d / "partial.json")
-    (d / "g.blest.npz").unlink()
+    _artifact(d).unlink()
     with pytest.raises(ConfigError, match="missing.*re-run blest-tune"):
         _load(p)
 
@@ -502,7 +508,7 @@ def test_gpu_tuning_flow_with_emulating_engines(tmp_path, rng, monkeypatch):
     monkeypatch.setattr("blest.runtime.engine.Engine", EmulatingEngine)
     g = make_directed(rng, 200)
     out = tune(g, source="/d/g.mtx", use_gpu=True, sigmas=(8, 16), orderings=["natural", "rcm"])
-    cfg = write_tuned(out, tmp_path / "g.blest.json", tmp_path / "g.blest.npz")
+    cfg = write_tuned(out, tmp_path / "g.blest.json")
     assert cfg.tuned and cfg.gpu == GPUInfo("FG", "9.0", "sm_90")
     assert cfg.spec.sigma == 16 and cfg.geometry.block_size == 1024 and not cfg.spec.dirty_sets
     rows = cfg.timing["candidates"]

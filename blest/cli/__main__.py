@@ -1,5 +1,5 @@
 """``python -m blest.cli`` runs ``blest``."""
 
-from blest.cli.commands import main
+from blest.cli import main
 
 raise SystemExit(main())

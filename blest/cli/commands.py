@@ -8,6 +8,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -16,29 +17,40 @@ from blest.cli.common import (
     common_flags,
     given_spec_flags,
     is_config,
-    load,
+    positive_int,
     read_config,
     run,
+    seconds,
     spec_args,
     spec_from,
     target_spec,
 )
+from blest.cli.graphs import GRAPH_HELP, given_graph_flags, graph_flags, load, user_to_graph_id
+from blest.cli.outputs import check_levels_output, print_json, write_levels
 from blest.codegen.spec import VariantSpec, variants
 from blest.defaults import DEFAULT_ARCH, DEFAULT_ETA, SIGMAS, SOURCE_SEED
-from blest.errors import BlestError
+from blest.errors import ArgumentError, BlestError
 
 EXAMPLES = """examples:
   blest demo                                   # the bundled road graph, end to end
-  blest-tune graph.mtx                         # tune: writes graph.blest.json + graph.blest.npz
+  blest-tune graph.mtx                         # tune: writes graph.blest.json + its artifact
   blest bfs graph.blest.json 0 --out levels.npy  # BFS with the tuned variant
+  blest bfs graph.mtx 0 --out levels.csv       # vertex,level rows (.txt: one level per line)
+  zcat edges.txt.gz | blest bfs - 0 --undirected --json   # a graph on standard input
   blest info graph.blest.json                  # graph, preparation, chosen variant, timings
+  blest info graph.mtx --json                  # sizes, cleaning, BVSS statistics per sigma
+  blest bench graph.blest.json -n 64 --verify  # time 64 sources, check each against SciPy
   blest source graph.blest.json                # the generated CUDA of the chosen variant
-  blest info graph.mtx                         # sizes, cleaning, BVSS statistics per sigma
   blest source --sigma 8 --update lazy         # the generated CUDA of any variant
   blest ptx --sigma 16 --update eager --no-switching --arch sm_90
-  blest bfs graph.mtx 0 --out levels.npy       # BFS on the GPU (CPU emulator without one)
   blest variants                               # every variant name
+
+Edge lists are directed unless --undirected. Exit status: 0 done, 2 a user error (one line on
+stderr), 130 interrupted, 141 standard output closed early, 1 a bug in blest.
 """
+
+
+TARGET_HELP = f"a *.json tuned config or {GRAPH_HELP}"
 
 
 def _cmd_source(args: argparse.Namespace) -> int:
@@ -67,23 +79,47 @@ def _cmd_variants(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe(graph: object, sigmas: Sequence[int]) -> None:
+# ---------------------------------------------------------------------- info
+def graph_facts(g: Any, sigmas: Sequence[int]) -> dict[str, Any]:
+    """Sizes, cleaning and BVSS statistics of a graph (what ``blest info GRAPH`` shows)."""
     from blest.graph.bvss import build_bvss
 
-    g = graph
-    kind = "directed" if g.directed else "undirected"
-    print(f"graph       {g.report.source or '(object)'}")
-    print(f"vertices    {g.n:,}  ({g.isolated:,} isolated)")
-    print(f"arcs        {g.nnz:,}  ({kind}; {g.report.summary()})")
     deg = g.out_degree
-    if g.n:
-        print(f"out-degree  mean {deg.mean():.2f}  max {int(deg.max()):,}")
-    print("BVSS        sigma   Ns         Nv         real slices  compression  U_div     MiB")
+    rep = g.report
+    graph = {
+        "source": rep.source,
+        "n": g.n,
+        "arcs": g.nnz,
+        "directed": g.directed,
+        "isolated": g.isolated,
+        "self_loops_dropped": rep.self_loops,
+        "duplicates_dropped": rep.duplicates,
+        "symmetrized": rep.symmetrized,
+        "relabelled": g.labels is not None,
+        "out_degree_mean": float(deg.mean()) if g.n else 0.0,
+        "out_degree_max": int(deg.max()) if g.n else 0,
+    }
+    bvss = []
     for sigma in sigmas:
         st = build_bvss(g, sigma).stats()
+        bvss.append({k: getattr(st, k) for k in st.__dataclass_fields__})
+    return {"graph": graph, "bvss": bvss}
+
+
+def _describe(g: Any, facts: dict[str, Any]) -> None:
+    f = facts["graph"]
+    kind = "directed" if f["directed"] else "undirected"
+    print(f"graph       {f['source'] or '(object)'}")
+    print(f"vertices    {f['n']:,}  ({f['isolated']:,} isolated)")
+    print(f"arcs        {f['arcs']:,}  ({kind}; {g.report.summary()})")
+    if f["n"]:
+        print(f"out-degree  mean {f['out_degree_mean']:.2f}  max {f['out_degree_max']:,}")
+    print("BVSS        sigma   Ns         Nv         real slices  compression  U_div     MiB")
+    for st in facts["bvss"]:
         print(
-            f"            {sigma:<7} {st.n_slice_sets:<10,} {st.n_vss:<10,} {st.real_slices:<12,} "
-            f"{st.compression_ratio:<12.4f} {st.u_div:<9.1f} {st.gpu_bytes / 2**20:.1f}"
+            f"            {st['sigma']:<7} {st['n_slice_sets']:<10,} {st['n_vss']:<10,} "
+            f"{st['real_slices']:<12,} {st['compression_ratio']:<12.4f} {st['u_div']:<9.1f} "
+            f"{st['gpu_bytes'] / 2**20:.1f}"
         )
 
 
@@ -91,17 +127,29 @@ def _cmd_info(args: argparse.Namespace) -> int:
     if is_config(args.graph):
         from blest.tuning.summary import summary_lines, timing_lines
 
+        flags = given_graph_flags(args)
+        if flags:
+            raise ArgumentError(f"{', '.join(flags)} cannot be combined with a tuned config")
         cfg = read_config(args.graph)
+        if args.json:
+            print_json({**cfg.to_dict(), "artifact_file": str(cfg.artifact_path)})
+            return 0
         lines = summary_lines(cfg) + [f"artifact   {cfg.artifact_path}"]
         lines += [f"note       {n}" for n in cfg.notes] + timing_lines(cfg)
         print("\n".join(lines))
         return 0
-    _describe(load(args.graph, args.directed), args.sigmas)
+    graph = load(args.graph, args)
+    facts = graph_facts(graph, args.sigmas)
+    if args.json:
+        print_json(facts)
+    else:
+        _describe(graph, facts)
     return 0
 
 
-def _run_bfs(graph: object, src: int, spec: VariantSpec, eta: float) -> tuple[np.ndarray, str]:
-    """Levels from the GPU engine, or from the kernel emulator (with a notice) without a GPU."""
+# ---------------------------------------------------------------------- bfs
+def _run_bfs(graph: Any, src: int, spec: VariantSpec, eta: float) -> tuple[np.ndarray, dict]:
+    """Levels from the GPU engine, or from the kernel emulator without a GPU."""
     from blest.graph.prepared import Prepared
     from blest.runtime.factory import make_engine, resolve_device
 
@@ -111,28 +159,22 @@ def _run_bfs(graph: object, src: int, spec: VariantSpec, eta: float) -> tuple[np
     prep = Prepared.from_graph(graph, spec.sigma)
     with make_engine(prep, spec, eta=eta, device=device) as eng:
         levels = eng.bfs(src)
-        if device == "emulator":
-            return levels, "no GPU: NumPy emulator of the kernel (slow but exact)"
-        return levels, f"GPU {eng.device_name}, {eng.stats.traversal_ms:.3f} ms traversal"
+        engine = "no GPU: NumPy emulator of the kernel (slow but exact)"
+        if device != "emulator":
+            engine = f"GPU {eng.device_name}"
+        return levels, {"engine": engine, "variant": spec.name, "traversal_ms": _ms(eng)}
 
 
-def _check_out_path(path: str | None) -> None:
-    if path and not Path(path).resolve().parent.is_dir():
-        raise BlestError(f"cannot write {path}: directory {Path(path).parent} does not exist")
+def _ms(eng: Any) -> float:
+    return float(eng.stats.traversal_ms)
 
 
-def _save_levels(path: str, levels: np.ndarray) -> None:
-    from blest.tuning.files import atomic_write
-
-    atomic_write(path, lambda f: np.save(f, levels))
-
-
-def _tuned_bfs(args: argparse.Namespace) -> tuple[np.ndarray, int, str]:
+def _tuned_bfs(args: argparse.Namespace) -> tuple[np.ndarray, int, dict]:
     from blest.reference import check_source
     from blest.tuning.loader import load_tuned
 
-    given = given_spec_flags(args)
-    given += [f for f, v in (("--eta", args.eta), ("--directed", args.directed)) if v is not None]
+    given = given_spec_flags(args) + given_graph_flags(args)
+    given += ["--eta"] if args.eta is not None else []
     if given:
         raise BlestError(f"{', '.join(given)} cannot be combined with a tuned config")
     check_source(args.src, read_config(args.graph).graph.n)  # before any warning
@@ -141,55 +183,75 @@ def _tuned_bfs(args: argparse.Namespace) -> tuple[np.ndarray, int, str]:
         eng = load_tuned(args.graph)
     with eng:
         levels = eng.bfs(args.src)
-        if eng.device_name.startswith("CPU"):
-            return levels, eng.n, f"no GPU: {eng.device_name}, {eng.stats.traversal_ms:.1f} ms"
-        return levels, eng.n, f"GPU {eng.device_name}, {eng.stats.traversal_ms:.3f} ms traversal"
+        where = eng.device_name
+        engine = f"no GPU: {where}" if where.startswith("CPU") else f"GPU {where}"
+        info = {"engine": engine, "variant": eng.spec.name, "traversal_ms": _ms(eng)}
+        return levels, eng.n, info
 
 
 def _cmd_bfs(args: argparse.Namespace) -> int:
-    _check_out_path(args.out)
+    if args.json and args.out == "-":
+        raise ArgumentError("--json and --out - both write to standard output: choose one")
+    check_levels_output(args.out)
+    labels = None
     if is_config(args.graph):
-        levels, n, how = _tuned_bfs(args)
+        levels, n, info = _tuned_bfs(args)
     else:
-        graph = load(args.graph, args.directed)
+        graph = load(args.graph, args)
         eta = DEFAULT_ETA if args.eta is None else args.eta
-        levels, how = _run_bfs(graph, args.src, spec_from(args), eta)
-        n = graph.n
-    reached = int((levels >= 0).sum())
-    print(f"source {args.src}: {reached:,} of {n:,} reached, depth {int(levels.max())} ({how})")
+        src = user_to_graph_id(graph, args.src)
+        levels, info = _run_bfs(graph, src, spec_from(args), eta)
+        n, labels = graph.n, graph.labels
+    reached, depth = int((levels >= 0).sum()), int(levels.max())
     if args.out:
-        _save_levels(args.out, levels)
+        write_levels(args.out, levels, labels)
+    summary = {"source": args.src, "vertices": n, "reached": reached, "depth": depth}
+    summary.update(info, out=args.out)
+    if args.json:
+        print_json(summary)
+        return 0
+    ms = info["traversal_ms"]
+    timing = f"{ms:.3f} ms traversal" if info["engine"].startswith("GPU") else f"{ms:.1f} ms"
+    line = f"source {args.src}: {reached:,} of {n:,} reached, depth {depth} "
+    line += f"({info['engine']}, {timing})"
+    print(line, file=sys.stderr if args.out == "-" else sys.stdout)
+    if args.out and args.out != "-":
         print(f"levels written to {args.out}")
     return 0
 
 
+# ---------------------------------------------------------------------- demo
 def _cmd_demo(args: argparse.Namespace) -> int:
     """The user's flow on the bundled road graph: blest-tune, then load_tuned(...).bfs(src),
     each result checked against SciPy."""
+    from blest.cli.tune import tune_main
     from blest.datasets import example_path
+    from blest.graph.io import load_graph
     from blest.reference import bfs_levels
+    from blest.runtime.factory import resolve_device
     from blest.tuning import load_tuned
 
+    graph = load_graph(example_path())
+    active = np.flatnonzero(graph.out_degree > 0)
+    if args.sources > active.size:
+        raise ArgumentError(
+            f"--sources {args.sources}: the example graph has {active.size:,} possible sources"
+        )
     out = Path(args.dir)
     out.mkdir(parents=True, exist_ok=True)
     config = out / "luxembourg_osm.blest.json"
     argv = [str(example_path()), "-o", str(config), "--budget", str(args.budget)]
     print(f"$ blest-tune {' '.join(argv)}")
-    from blest.cli.tune import tune_main
-
     status = tune_main(argv)
     if status:
         return status
     print(f"$ python -c 'blest.load_tuned(\"{config}\").bfs(src)'")
-    from blest.runtime.factory import resolve_device
-
     device = "emulator" if resolve_device(None) == "cpu" else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the no-GPU notice was printed by blest-tune already
         engine = load_tuned(config, device=device)
-    graph = load(str(example_path()), None)
     rng = np.random.default_rng(SOURCE_SEED)
-    for src in rng.choice(np.flatnonzero(graph.out_degree > 0), size=args.sources, replace=False):
+    for src in rng.choice(active, size=args.sources, replace=False):
         src = int(src)
         t0 = time.perf_counter()
         levels = engine.bfs(src)
@@ -205,31 +267,60 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_bench(args: argparse.Namespace) -> int:
-    """The timing protocol on a tuned config's engine (GPU only)."""
-    from blest.tuning.loader import load_prepared, load_tuned
-    from blest.tuning.protocol import bench_engine, scipy_ms, timing_sources
-
-    if not is_config(args.config):
-        raise BlestError(f"{args.config} is not a tuned config (*.blest.json from blest-tune)")
-    if args.n < 1:
-        raise BlestError(f"-n must be at least 1, got {args.n}")
-    cfg = read_config(args.config)
-    graph = load_prepared(cfg).graph
-    sources = timing_sources(graph, args.n)
-    with load_tuned(args.config, device="gpu") as eng:
-        row = bench_engine(eng, graph, sources, Path(args.config).name)
-    cpu = scipy_ms(graph, sources[: min(8, len(sources))])
-    print(
-        f"{row.graph}: {row.variant} eta={row.eta:g}, {row.sources} sources: traversal mean "
-        f"{row.traversal_ms:.4f} ms (median {row.traversal_ms_median:.4f}), whole call "
-        f"{row.whole_call_ms:.4f} ms, host copy {row.host_copy_ms:.4f} ms, {row.gteps:.2f} GTEPS; "
-        f"SciPy {cpu:.2f} ms"
+# ---------------------------------------------------------------------- parser
+def _info_parser(sub: Any) -> None:
+    i = sub.add_parser(
+        "info", help="graph and BVSS statistics, or a tuned config's choice and timings"
     )
-    return 0
+    i.add_argument("graph", metavar="GRAPH_OR_CONFIG", help=TARGET_HELP)
+    i.add_argument(
+        "--sigmas",
+        type=int,
+        nargs="+",
+        choices=SIGMAS,
+        default=list(SIGMAS),
+        metavar="SIGMA",
+        help=f"slice widths of the BVSS table, among {', '.join(map(str, SIGMAS))} (default: all)",
+    )
+    i.add_argument("--json", action="store_true", help="print JSON instead of text")
+    graph_flags(i, legacy_no_directed=True)
+    i.set_defaults(func=_cmd_info)
+
+
+def _bfs_parser(sub: Any) -> None:
+    b = sub.add_parser("bfs", help="BFS levels from one source (a tuned config or a graph file)")
+    b.add_argument("graph", metavar="CONFIG_OR_GRAPH", help=TARGET_HELP)
+    b.add_argument("src", type=int, help="source vertex (an id of the input, 0-based)")
+    b.add_argument(
+        "--out",
+        metavar="PATH",
+        help="write the levels (-1: unreachable): .npy (int32), .txt (one per line), .csv "
+        "(vertex,level with a header), - (text on standard output); default: not written",
+    )
+    b.add_argument("--eta", type=float, help=f"graph files only (default {DEFAULT_ETA:g})")
+    b.add_argument("--json", action="store_true", help="print the summary as JSON")
+    spec_args(b)
+    graph_flags(b, legacy_no_directed=True)
+    b.set_defaults(func=_cmd_bfs)
+
+
+def _demo_parser(sub: Any) -> None:
+    d = sub.add_parser("demo", help="load, prepare and traverse the bundled example graph")
+    d.add_argument(
+        "--sources", type=positive_int, default=3, metavar="N", help="sources to run (default 3)"
+    )
+    d.add_argument(
+        "--dir", default="blest-demo", help="where the config and artifact go (default blest-demo)"
+    )
+    d.add_argument(
+        "--budget", type=seconds, default=20.0, help="tuning seconds on a GPU (default 20)"
+    )
+    d.set_defaults(func=_cmd_demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from blest.cli.bench import bench_parser
+
     p = Parser(
         prog="blest",
         description="blest: breadth-first search compiled into tensor-core kernels.",
@@ -238,20 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common_flags(p)
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-    d = sub.add_parser("demo", help="load, prepare and traverse the bundled example graph")
-    d.add_argument("--sources", type=int, default=3)
-    d.add_argument("--dir", default="blest-demo", help="where the config and artifact go")
-    d.add_argument("--budget", type=float, default=20.0, help="tuning seconds on a GPU")
-    d.set_defaults(func=_cmd_demo)
-    i = sub.add_parser(
-        "info", help="graph and BVSS statistics, or a tuned config's choice and timings"
-    )
-    i.add_argument("graph", metavar="GRAPH_OR_CONFIG")
-    i.add_argument(
-        "--sigmas", type=int, nargs="*", choices=SIGMAS, default=list(SIGMAS), help="default: all"
-    )
-    i.add_argument("--directed", action=argparse.BooleanOptionalAction, default=None)
-    i.set_defaults(func=_cmd_info)
+    _demo_parser(sub)
+    _info_parser(sub)
     for name, func, doc in (
         ("source", _cmd_source, "print the generated CUDA source of a config's or any variant"),
         ("ptx", _cmd_ptx, "print the PTX of a config's or any variant (NVRTC, no GPU needed)"),
@@ -260,22 +339,15 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("config", nargs="?", metavar="CONFIG", help="a tuned *.blest.json")
         spec_args(s)
         if name == "ptx":
-            s.add_argument("--arch", help="default: the config's GPU, else sm_90")
+            s.add_argument("--arch", help=f"default: the config's GPU, else {DEFAULT_ARCH}")
         s.set_defaults(func=func)
-    b = sub.add_parser("bfs", help="BFS levels from one source (a tuned config or a graph file)")
-    b.add_argument("graph", metavar="CONFIG_OR_GRAPH")
-    b.add_argument("src", type=int)
-    b.add_argument("--out", help="write the levels (int32, -1 unreachable) to this .npy")
-    b.add_argument("--eta", type=float, help="graph files only (default 10)")
-    b.add_argument("--directed", action=argparse.BooleanOptionalAction, default=None)
-    spec_args(b)
-    b.set_defaults(func=_cmd_bfs)
+    _bfs_parser(sub)
     v = sub.add_parser("variants", help="list every variant")
     v.set_defaults(func=_cmd_variants)
-    bench = sub.add_parser("bench", help="time a tuned config by the timing protocol (GPU)")
-    bench.add_argument("config", metavar="CONFIG", help="a tuned *.blest.json")
-    bench.add_argument("-n", type=int, default=64, help="sources (default 64)")
-    bench.set_defaults(func=_cmd_bench)
+    bench_parser(sub)
+    for command in sub.choices.values():  # --debug also after the command's name
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help=argparse.SUPPRESS)  # fmt: skip
     return p
 
 

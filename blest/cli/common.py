@@ -2,37 +2,62 @@
 
 Every user error (a :class:`~blest.errors.BlestError`: bad file, bad argument, missing GPU; or an
 ``OSError``) is one line on stderr and exit status 2. Anything else is a bug in blest: its
-traceback is printed and the exit status is 1. Ctrl-C exits with status 130.
+traceback is printed and the exit status is 1. Signals end a command after removing the
+temporary files of a write in progress and stopping compiler processes, with one line and no
+traceback: Ctrl-C (SIGINT) "interrupted", status 130 (or, when CPython insists, death by
+SIGINT, which a shell also reports as 130); SIGTERM / SIGHUP "terminated", status 143 / 129.
+A standard output closed early (``blest variants | head -3``) ends the command quietly with
+status 141 (128 + SIGPIPE, what a shell reports for a program killed by SIGPIPE).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from blest._version import __version__
 from blest.codegen.spec import VariantSpec
 from blest.defaults import SIGMAS
 from blest.errors import BlestError
+from blest.tuning.files import Terminated, signals_raise
+
+EXIT_USER_ERROR = 2
+EXIT_BROKEN_PIPE = 128 + 13
 
 
 class Progress:
-    """One self-overwriting status line on stderr, only when stderr is a terminal."""
+    """One self-overwriting status line on stderr, only when stderr is a terminal.
 
-    def __init__(self, prog: str, enabled: bool = True) -> None:
+    With a ``budget`` (seconds), messages of the timed search (those starting with "timing")
+    also show how much of it is left, counted from the first of them.
+    """
+
+    def __init__(self, prog: str, enabled: bool = True, budget: float | None = None) -> None:
         self.prog = prog
         self.enabled = enabled and sys.stderr.isatty()
+        self.budget = budget
+        self._search_start: float | None = None
         self._shown = False
 
     def __call__(self, message: str) -> None:
-        if self.enabled:
-            width = max(20, _columns() - 1)
-            sys.stderr.write(f"\r\x1b[K{self.prog}: {message}"[: width + 4])
-            sys.stderr.flush()
-            self._shown = True
+        if not self.enabled:
+            return
+        if self.budget is not None and message.startswith("timing"):
+            if self._search_start is None:
+                self._search_start = time.monotonic()
+            left = max(0.0, self.budget - (time.monotonic() - self._search_start))
+            message = f"{left:4.0f} s left | {message}"
+        width = max(20, _columns() - 1)
+        sys.stderr.write(f"\r\x1b[K{self.prog}: {message}"[: width + 4])
+        sys.stderr.flush()
+        self._shown = True
 
     def clear(self) -> None:
         if self._shown:
@@ -55,7 +80,7 @@ def is_config(target: str) -> bool:
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message}\n")
 
 
 def common_flags(p: argparse.ArgumentParser) -> None:
@@ -65,6 +90,28 @@ def common_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0 (refuses nan and inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text}")
+    return value
+
+
 _SPEC_FLAGS = ("sigma", "update", "dirty_sets", "queue", "switching", "launch")
 
 
@@ -72,10 +119,18 @@ def spec_args(p: argparse.ArgumentParser) -> None:
     d = VariantSpec()
     p.add_argument("--sigma", type=int, choices=SIGMAS, help=f"default {d.sigma}")
     p.add_argument("--update", choices=("eager", "lazy"), help=f"default {d.update}")
-    p.add_argument("--dirty-sets", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument(
+        "--dirty-sets",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"default {'on' if d.dirty_sets else 'off'}",
+    )
     p.add_argument("--queue", choices=("vss", "sweep"), help=f"default {d.queue}")
     p.add_argument(
-        "--switching", action=argparse.BooleanOptionalAction, default=None, help="default: lazy"
+        "--switching",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="default: on for lazy updates",
     )
     p.add_argument("--launch", choices=("persistent", "per_level"), help=f"default {d.launch}")
 
@@ -117,37 +172,76 @@ def target_spec(args: argparse.Namespace) -> tuple[VariantSpec, object]:
     return cfg.spec, cfg
 
 
-def load(path: str, directed: bool | None) -> object:
-    from blest.graph.io import load_graph
+# ---------------------------------------------------------------------- the policy
+def one_line(exc: BaseException) -> str:
+    """The first line of an error's message; OSErrors without their ``[Errno n]`` prefix."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    else:
+        text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
-    return load_graph(path, directed=directed)
+
+@contextlib.contextmanager
+def _signals() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt, SIGTERM / SIGHUP raise Terminated (main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with signals_raise():
+            yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that Python's final flush does not complain again."""
+    with contextlib.suppress(Exception):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _run_command(func: Callable[[argparse.Namespace], object], args: argparse.Namespace) -> int:
+    status = int(func(args) or 0)
+    sys.stdout.flush()  # a closed pipe shows here, not at exit
+    return status
 
 
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
-    args = parser.parse_args(argv)
+    """Parse ``argv`` and run the chosen command under the error and signal policy."""
+    prog = parser.prog
 
-    def one_line(message: Warning | str, *_: object, **__: object) -> None:
-        print(f"{parser.prog}: warning: {message}", file=sys.stderr)
+    def warn(message: Warning | str, *_: object, **__: object) -> None:
+        print(f"{prog}: warning: {message}", file=sys.stderr)
 
-    with warnings.catch_warnings():
-        warnings.showwarning = one_line
+    args = None
+    with _signals(), warnings.catch_warnings():
+        warnings.showwarning = warn
         try:
-            return int(args.func(args) or 0)
+            args = parser.parse_args(argv)
+            return _run_command(args.func, args)
+        except BrokenPipeError:
+            _silence_stdout()
+            return EXIT_BROKEN_PIPE
         except (BlestError, OSError) as exc:
             if getattr(args, "debug", False):
                 raise
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            print(f"{parser.prog}: error: {first}", file=sys.stderr)
-            return 2
+            print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+            return EXIT_USER_ERROR
+        except Terminated as exc:
+            print(f"{prog}: terminated", file=sys.stderr)
+            return 128 + exc.signum
         except KeyboardInterrupt:
-            print(f"{parser.prog}: interrupted", file=sys.stderr)
-            return 130
+            print(f"{prog}: interrupted", file=sys.stderr)
+            return 128 + signal.SIGINT
         except Exception:
             import traceback
 
             traceback.print_exc()
             print(
-                f"{parser.prog}: internal error (a bug in blest {__version__}): please report it "
+                f"{prog}: internal error (a bug in blest {__version__}): please report it "
                 "with the command line and the traceback above",
                 file=sys.stderr,
             )

@@ -8,78 +8,102 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from blest.cli.common import Parser, Progress, common_flags, load, run
+from blest.cli.common import Parser, Progress, common_flags, positive_int, run, seconds
+from blest.cli.graphs import GRAPH_HELP, graph_flags, load
 from blest.defaults import SIGMAS
-from blest.errors import BlestError
+from blest.errors import ArgumentError
 
 TUNE_EXAMPLES = """examples:
-  blest-tune graph.mtx                         # → ./graph.blest.json + ./graph.blest.npz
+  blest-tune graph.mtx                  # → ./graph.blest.json + ./graph.blest.<hash>.npz
   blest-tune graph.mtx.gz -o out/g.blest.json --budget 120
   blest-tune edges.txt --undirected --sigma 8 16 --quiet
+  zcat edges.txt.gz | blest-tune - --format edgelist -o edges.blest.json
 
-Without a GPU the graph is still prepared and the candidate kernels are compiled (NVRTC), and
-the config is written with the paper's rules ("tuned": false); blest.load_tuned() then runs the
-NumPy emulator of that variant.
+The config names its prepared artifact (the graph ordered and in BVSS form), whose file name
+holds a hash of its content: a re-tune replaces the pair as one (the old pair stays intact
+until the new one is complete) and removes the artifact the old config named. Runs on the
+same output take turns. Without a GPU the graph is still prepared and the config written
+with the paper's rules ("tuned": false); nothing is compiled unless --compile-check;
+blest.load_tuned() then runs SciPy's BFS, or the NumPy emulator of the variant.
 """
 
 
 def _tune_outputs(args: argparse.Namespace) -> tuple[Path, Path]:
+    """(config, artifact base), checked before any work."""
     from blest.tuning.config import default_outputs
+    from blest.tuning.files import check_output_path
 
-    config, artifact = default_outputs(args.graph, args.output)
+    if args.graph == "-" and not args.output:
+        raise ArgumentError("a graph from standard input (-) needs -o CONFIG")
+    config, base = default_outputs(args.graph, args.output)
     if not config.name.endswith(".json"):
-        raise BlestError(f"the config name must end in .json (got {config})")
-    for p in (config, artifact):
-        if not p.resolve().parent.is_dir():
-            raise BlestError(f"cannot write {p}: directory {p.parent} does not exist")
-        if p.exists() and p.resolve() == Path(args.graph).resolve():
-            raise BlestError(f"{p} would overwrite the input graph")
-        if p.is_dir():
-            raise BlestError(f"cannot write {p}: it is a directory")
-    return config, artifact
+        raise ArgumentError(f"the config name must end in .json (got {config})")
+    check_output_path(config)
+    graph = Path(args.graph)
+    if args.graph != "-" and config.exists() and config.resolve() == graph.resolve():
+        raise ArgumentError(f"{config} would overwrite the input graph")
+    return config, base
+
+
+def _check_orderings(names: list[str] | None) -> None:
+    if not names:
+        return
+    from blest.tuning.prepare import available_orderings
+
+    unknown = [o for o in names if o not in available_orderings()]
+    if unknown:
+        known = ", ".join(available_orderings())
+        raise ArgumentError(f"unknown ordering {', '.join(unknown)} (available: {known})")
+
+
+def _tune_and_write(args: argparse.Namespace, config: Path, base: Path, progress: Progress):
+    from blest.tuning.tuner import tune, write_tuned
+
+    progress(f"loading {args.graph}")
+    t0 = time.perf_counter()
+    graph = load(args.graph, args)
+    load_s = time.perf_counter() - t0
+    outcome = tune(
+        graph,
+        source=args.graph if args.graph == "-" else str(Path(args.graph).resolve()),
+        budget_s=args.budget,
+        n_sources=args.sources,
+        sigmas=args.sigma,
+        orderings=args.ordering,
+        progress=progress,
+        compile_check=args.compile_check,
+    )
+    outcome.config.preparation.load_seconds = load_s
+    if graph.labels is not None:
+        outcome.config.notes.append(
+            "ids relabelled (--relabel): vertex i is the i-th smallest id of the input"
+        )
+
+    def waiting() -> None:
+        progress.clear()
+        print(f"blest-tune: waiting for another blest-tune on {config}", file=sys.stderr)
+
+    progress(f"writing {config}")
+    return write_tuned(outcome, config, base, on_wait=waiting)
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
+    from blest.tuning.files import sweep_stale_temps
     from blest.tuning.summary import summary_lines
-    from blest.tuning.tuner import tune, write_tuned
 
-    if not 0 < args.budget < float("inf"):
-        raise BlestError(f"--budget must be a finite number of seconds > 0, got {args.budget:g}")
-    if args.sources < 1:
-        raise BlestError(f"--sources must be at least 1, got {args.sources}")
-    if args.ordering:
-        from blest.tuning.prepare import available_orderings
-
-        unknown = [o for o in args.ordering if o not in available_orderings()]
-        if unknown:
-            known = ", ".join(available_orderings())
-            raise BlestError(f"unknown ordering {', '.join(unknown)} (available: {known})")
-    config, artifact = _tune_outputs(args)
-    progress = Progress("blest-tune", enabled=not args.quiet)
+    config, base = _tune_outputs(args)
+    _check_orderings(args.ordering)
+    sweep_stale_temps(config.parent, [config.name, base.name])
+    progress = Progress("blest-tune", enabled=not args.quiet, budget=args.budget)
     try:
-        progress(f"loading {args.graph}")
-        t0 = time.perf_counter()
-        graph = load(args.graph, args.directed)
-        load_s = time.perf_counter() - t0
-        outcome = tune(
-            graph,
-            source=str(Path(args.graph).resolve()),
-            budget_s=args.budget,
-            n_sources=args.sources,
-            sigmas=args.sigma,
-            orderings=args.ordering,
-            progress=progress,
-        )
-        outcome.config.preparation.load_seconds = load_s
-        progress(f"writing {config}")
-        cfg = write_tuned(outcome, config, artifact)
+        cfg = _tune_and_write(args, config, base, progress)
     finally:
         progress.clear()
     if not args.quiet:
         if cfg.notes:
             print(f"blest-tune: note: {'; '.join(cfg.notes)}", file=sys.stderr)
         print("\n".join(summary_lines(cfg)))
-        print(f"wrote      {config} and {artifact}")
+        print(f"wrote      {config} and {cfg.artifact_path}")
     return 0
 
 
@@ -92,40 +116,48 @@ def build_tune_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     common_flags(p)
-    p.add_argument("graph", metavar="GRAPH", help="graph file (.mtx, .mtx.gz, edge list, .npz)")
+    p.add_argument("graph", metavar="GRAPH", help=GRAPH_HELP)
     p.add_argument(
         "-o",
         "--output",
         metavar="CONFIG",
-        help="config path (default ./GRAPH.blest.json); the "
-        "prepared graph goes beside it as *.blest.npz",
+        help="config path (default ./GRAPH.blest.json; required for -); the prepared graph "
+        "goes beside it as *.blest.<hash>.npz",
     )
     p.add_argument(
         "--budget",
-        type=float,
+        type=seconds,
         default=60.0,
         metavar="S",
-        help="seconds for timing candidates (default 60; preparation not counted)",
+        help="seconds for timing candidates on a GPU (default 60; preparation not counted)",
     )
-    p.add_argument("--sources", type=int, default=8, metavar="N", help="tuning sources (default 8)")
+    p.add_argument(
+        "--sources", type=positive_int, default=8, metavar="N", help="tuning sources (default 8)"
+    )
     p.add_argument(
         "--sigma",
         type=int,
         nargs="+",
         choices=SIGMAS,
         default=list(SIGMAS),
-        help="slice widths to consider (default all)",
+        help=f"slice widths to consider (default all: {' '.join(map(str, SIGMAS))})",
     )
     p.add_argument(
         "--ordering",
         nargs="+",
         metavar="NAME",
-        help="orderings to consider (default: every available one; natural, rcm, ...)",
+        help="orderings to consider (default on a GPU: every available one: natural, rcm, "
+        "jaccard; without a GPU the first given, default the paper's: jaccard for scale-free "
+        "graphs, else rcm)",
     )
-    d = p.add_mutually_exclusive_group()
-    d.add_argument("--directed", dest="directed", action="store_const", const=True, default=None)
-    d.add_argument("--undirected", dest="directed", action="store_const", const=False)
+    p.add_argument(
+        "--compile-check",
+        action="store_true",
+        help="without a GPU, still compile the candidate kernels with NVRTC, as a check of "
+        "the toolchain (default: compile nothing that cannot run here)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    graph_flags(p)
     p.set_defaults(func=_cmd_tune)
     return p
 
@@ -133,3 +165,7 @@ def build_tune_parser() -> argparse.ArgumentParser:
 def tune_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``blest-tune``."""
     return run(build_tune_parser(), argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(tune_main())

@@ -15,11 +15,12 @@ import logging
 import multiprocessing
 import os
 import re
+import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Literal
 
@@ -236,6 +237,7 @@ def compile_many(
     max_workers: int | None = None,
     lineinfo: bool = False,
     cache: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[bytes]:
     """Compile sources and/or specs; results in input order.
 
@@ -246,6 +248,11 @@ def compile_many(
     CPU time = wall time, 2.1-2.2 s with 2 processes). Workers fork (see :func:`_mp_context`);
     with other Python threads alive they come from forkserver / spawn, which re-import the
     caller's ``__main__``: guard scripts with ``if __name__ == "__main__":``.
+
+    ``progress(done, total)`` is called once the cache hits are served and after each module
+    is ready (in completion order; ``total`` counts the items). Workers ignore SIGINT; when the
+    caller is interrupted (``KeyboardInterrupt`` or any other exception while waiting), the
+    queued compiles are cancelled and the workers killed at once.
 
     A failure raises :class:`~blest.errors.CompileError` naming the item (index and spec name).
     """
@@ -261,6 +268,7 @@ def compile_many(
             results[i] = hit
         else:
             todo.setdefault(key, []).append(i)
+    finished = [len(resolved) - sum(map(len, todo.values()))]
 
     def fail(i: int, exc: CompileError) -> CompileError:
         _, name, label = resolved[i]
@@ -273,7 +281,12 @@ def compile_many(
             results[i] = binary
         if cache:
             _cache.store(key, target, binary)
+        finished[0] += len(todo[key])
+        if progress is not None:
+            progress(finished[0], len(resolved))
 
+    if progress is not None:
+        progress(finished[0], len(resolved))
     workers = min(len(todo), max_workers or os.cpu_count() or 1)
     if workers <= 1:
         for key, idx in todo.items():
@@ -284,26 +297,46 @@ def compile_many(
                 raise fail(idx[0], exc) from exc
         return [r for r in results if r is not None]
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=_mp_context(),
+        initializer=signal.signal,  # workers ignore Ctrl-C: the parent stops them
+        initargs=(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
         with warnings.catch_warnings():  # Python >= 3.12 warns on fork if CUDA threads exist
             warnings.filterwarnings("ignore", r".*fork\(\) may lead", DeprecationWarning)
             futures = {
-                key: pool.submit(
+                pool.submit(
                     _nvrtc_compile, resolved[idx[0]][0], opts, target, resolved[idx[0]][1]
-                )
+                ): key
                 for key, idx in todo.items()
             }
-        for key, fut in futures.items():
-            i = todo[key][0]
-            try:
-                done(key, fut.result())
-            except CompileError as exc:
-                pool.shutdown(cancel_futures=True)
-                raise fail(i, exc) from exc
-            except BrokenProcessPool as exc:
-                raise CompileError(
-                    f"compile_many item {i} ({resolved[i][2]}): a compiler process died ({exc}); "
-                    "max_workers=1 compiles in-process",
-                    source=resolved[i][0],
-                ) from exc
+        pending = set(futures)
+        while pending:
+            # short waits: a signal that lands in one of the pool's threads is only acted on
+            # when the main thread runs again
+            finished_now, pending = wait(pending, timeout=0.05, return_when=FIRST_COMPLETED)
+            for fut in finished_now:
+                key = futures[fut]
+                i = todo[key][0]
+                try:
+                    done(key, fut.result())
+                except CompileError as exc:
+                    raise fail(i, exc) from exc
+                except BrokenProcessPool as exc:
+                    raise CompileError(
+                        f"compile_many item {i} ({resolved[i][2]}): a compiler process died "
+                        f"({exc}); max_workers=1 compiles in-process",
+                        source=resolved[i][0],
+                    ) from exc
+    except BaseException:
+        workers_alive = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in workers_alive:  # a running NVRTC call cannot be cancelled: end it
+            proc.kill()
+        for proc in workers_alive:
+            proc.join(timeout=1.0)
+        raise
+    pool.shutdown(wait=True)
     return [r for r in results if r is not None]

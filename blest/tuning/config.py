@@ -16,6 +16,7 @@ import datetime
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,11 @@ __all__ = [
     "GraphInfo",
     "PreparationInfo",
     "TunedConfig",
+    "artifact_base",
     "default_outputs",
+    "is_own_artifact",
+    "json_ready",
+    "named_artifact",
     "retune_hint",
 ]
 
@@ -43,8 +48,10 @@ _GRAPH_SUFFIXES = (".gz", ".mtx", ".mm", ".txt", ".csv", ".tsv", ".el", ".edges"
 
 
 def default_outputs(graph_path: str | os.PathLike[str], output: str | None) -> tuple[Path, Path]:
-    """(config, artifact) paths: ``-o X.blest.json`` gives ``X.blest.npz`` beside it; without
-    ``-o``, ``<graph stem>.blest.json`` in the current directory."""
+    """(config, artifact base) paths: ``-o X.blest.json`` gives the base ``X.blest.npz`` beside
+    it; without ``-o``, ``<graph stem>.blest.json`` in the current directory. The artifact is
+    written as ``X.blest.<first 12 hex digits of its SHA-256>.npz`` (see
+    :func:`blest.tuning.tuner.write_tuned`)."""
     if output:
         config = Path(output)
     else:
@@ -52,11 +59,42 @@ def default_outputs(graph_path: str | os.PathLike[str], output: str | None) -> t
         while (suffix := Path(name).suffix.lower()) in _GRAPH_SUFFIXES + (".npz", ".snap"):
             name = name[: -len(suffix)]
         config = Path(f"{name or 'graph'}.blest.json")
+    return config, artifact_base(config)
+
+
+def artifact_base(config: str | os.PathLike[str]) -> Path:
+    """``X.blest.npz`` beside the config ``X.blest.json`` (or ``X.json``)."""
+    config = Path(config)
     stem = config.name
     for suffix in (".json", ".blest"):
         if stem.endswith(suffix):
             stem = stem[: -len(suffix)]
-    return config, config.with_name(f"{stem}.blest.npz")
+    return config.with_name(f"{stem}.blest.npz")
+
+
+def is_own_artifact(config: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is named as the config's artifacts are (``X.blest.<hex12>.npz``, or the
+    fixed ``X.blest.npz`` of older versions) in the config's directory."""
+    base, path = artifact_base(config), Path(path)
+    if os.path.abspath(path.parent) != os.path.abspath(base.parent):
+        return False
+    pattern = re.escape(base.stem) + r"(\.[0-9a-f]{12})?\.npz"
+    return re.fullmatch(pattern, path.name) is not None
+
+
+def named_artifact(config: str | os.PathLike[str]) -> Path | None:
+    """The artifact the config file at ``config`` names, read leniently (None if it names
+    none or is not a readable config)."""
+    config = Path(config)
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+        name = data["artifact"]["path"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if not isinstance(name, str) or not name:
+        return None
+    p = Path(name)
+    return p if p.is_absolute() else config.parent / p
 
 
 def retune_hint(source: str | None, config: str | os.PathLike[str] | None = None) -> str:
@@ -65,12 +103,15 @@ def retune_hint(source: str | None, config: str | os.PathLike[str] | None = None
     return f"re-run blest-tune {source or 'GRAPH'}{target}"
 
 
-def _plain(x: Any) -> Any:
-    """JSON-ready: NumPy scalars to Python, non-finite floats to None, tuples to lists."""
+def json_ready(x: Any) -> Any:
+    """JSON-ready: NumPy scalars and arrays to Python, non-finite floats to None, tuples to
+    lists."""
     if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
+        return {str(k): json_ready(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
+        return [json_ready(v) for v in x]
+    if hasattr(x, "tolist") and getattr(x, "ndim", 0) > 0:
+        return json_ready(x.tolist())
     if hasattr(x, "item") and not isinstance(x, (str, bytes)):
         x = x.item()
     if isinstance(x, float) and not math.isfinite(x):
@@ -334,10 +375,15 @@ class TunedConfig:
             path=path,
         )
 
-    def write(self, path: str | os.PathLike[str]) -> Path:
-        """Write atomically (temporary file + os.replace); returns the path."""
-        text = json.dumps(_plain(self.to_dict()), indent=2, allow_nan=False)
-        out = atomic_write(path, lambda f: f.write((text + "\n").encode()))
+    def json_text(self) -> str:
+        """The config as the JSON text :meth:`write` writes."""
+        return json.dumps(json_ready(self.to_dict()), indent=2, allow_nan=False) + "\n"
+
+    def write(self, path: str | os.PathLike[str], *, point: str | None = None) -> Path:
+        """Write atomically (temporary file + os.replace); returns the path. ``point`` names
+        a test failpoint (:func:`blest.tuning.files.failpoint`) before the replace."""
+        text = self.json_text().encode()
+        out = atomic_write(path, lambda f: f.write(text), point=point)
         self.path = Path(path)
         return out
 

@@ -8,6 +8,10 @@ wall clock of ``bfs(src, out="device")`` (init + traversal + user-id levels, syn
 host copy = the device-to-host copy of the levels through the pinned staging buffer.
 GTEPS = edges of the reached part / traversal time, where an undirected edge counts once and a
 directed arc once (Graph500's convention for undirected graphs).
+
+``blest bench`` reports GAP-style statistics (:func:`bench_statistics`): mean and quartiles
+(min, Q1, median, Q3, max) of the traversal and whole-call times over the sources, and the
+harmonic mean of the per-source TEPS (the TEPS of the total time over equal work shares).
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ __all__ = [
     "SOURCE_SEED",
     "timing_sources",
     "BenchRow",
+    "BenchSamples",
+    "BenchStats",
+    "Spread",
+    "bench_statistics",
+    "edges_reached",
+    "time_sources",
     "warm_up",
     "bench_engine",
     "scipy_ms",
@@ -63,7 +73,8 @@ class BenchRow:
         return asdict(self)
 
 
-def _edges_reached(graph: Graph, levels: np.ndarray) -> float:
+def edges_reached(graph: Graph, levels: np.ndarray) -> float:
+    """Edges of the part of ``graph`` that ``levels`` reached (an undirected edge once)."""
     reached = levels >= 0
     arcs = float(graph.out_degree[reached].sum())
     return arcs if graph.directed else arcs / 2.0
@@ -104,7 +115,7 @@ def bench_engine(engine: Any, graph: Graph, sources: np.ndarray, name: str) -> B
         host = engine.bfs(src)  # the same traversal again, plus the host copy
         copy.append(max(0.0, (time.perf_counter() - t0) * 1e3 - whole[-1]))
         del dev
-        teps.append(_edges_reached(graph, host) / (stats.traversal_ms * 1e-3) / 1e9)
+        teps.append(edges_reached(graph, host) / (stats.traversal_ms * 1e-3) / 1e9)
     return BenchRow(
         graph=name,
         variant=engine.spec.name,
@@ -129,3 +140,120 @@ def scipy_ms(graph: Graph, sources: np.ndarray) -> float:
     for s in sources:
         breadth_first_order(csr, int(s), directed=graph.directed, return_predecessors=False)
     return (time.perf_counter() - t0) * 1e3 / len(sources)
+
+
+# ---------------------------------------------------------------------- blest bench
+@dataclass(frozen=True)
+class Spread:
+    """Mean and quartiles of a sample (linear interpolation between order statistics)."""
+
+    mean: float
+    min: float
+    q1: float
+    median: float
+    q3: float
+    max: float
+
+    @classmethod
+    def of(cls, values: Any) -> Spread:
+        x = np.asarray(values, dtype=np.float64)
+        if x.size == 0:
+            raise ArgumentError("no values")
+        q = np.percentile(x, [0, 25, 50, 75, 100])
+        return cls(float(x.mean()), *(float(v) for v in q))
+
+
+@dataclass(frozen=True)
+class BenchStats:
+    """GAP-style summary of one benchmark: times in ms, TEPS in edges per second."""
+
+    sources: int
+    traversal_ms: Spread
+    whole_call_ms: Spread
+    teps_harmonic_mean: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def bench_statistics(traversal_ms: Any, whole_call_ms: Any, edges: Any) -> BenchStats:
+    """Statistics of per-source measurements (pure). TEPS of a source = ``edges`` / traversal
+    time; their harmonic mean is ``n / sum(time / edges)`` (0 when a source traversed no
+    edge, infinite only when every time is 0)."""
+    t = np.asarray(traversal_ms, dtype=np.float64)
+    e = np.asarray(edges, dtype=np.float64)
+    if not t.size == len(whole_call_ms) == e.size or t.size == 0:
+        raise ArgumentError("need one traversal time, whole-call time and edge count per source")
+    if np.any(t < 0) or np.any(e < 0):
+        raise ArgumentError("times and edge counts must be >= 0")
+    if np.any(e == 0):
+        hmean = 0.0
+    else:
+        inverse = float(np.sum(t * 1e-3 / e))
+        hmean = t.size / inverse if inverse > 0 else float("inf")
+    return BenchStats(int(t.size), Spread.of(t), Spread.of(whole_call_ms), hmean)
+
+
+@dataclass
+class BenchSamples:
+    """Per-source measurements of :func:`time_sources` (lists in source order)."""
+
+    sources: list[int]
+    traversal_ms: list[float]
+    whole_call_ms: list[float]
+    edges: list[float]
+    depth: list[int]
+    differs: list[int]  # sources whose levels differ from SciPy's (with ``verify``)
+
+    def statistics(self) -> BenchStats:
+        return bench_statistics(self.traversal_ms, self.whole_call_ms, self.edges)
+
+
+def _one_call(engine: Any, src: int, gpu: bool) -> tuple[float, float, np.ndarray]:
+    """(whole-call ms, traversal ms, host levels) of one source; on a GPU the call is timed
+    with ``out="device"`` and the levels come from a second call."""
+    if not gpu:
+        t0 = time.perf_counter()
+        levels = engine.bfs(src)
+        return (time.perf_counter() - t0) * 1e3, float(engine.stats.traversal_ms), levels
+    import cupy as cp
+
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    engine.bfs(src, out="device")
+    cp.cuda.Device().synchronize()
+    whole = (time.perf_counter() - t0) * 1e3
+    traversal = float(engine.stats.traversal_ms)
+    return whole, traversal, engine.bfs(src)
+
+
+def time_sources(
+    engine: Any,
+    graph: Graph,
+    sources: Any,
+    *,
+    gpu: bool,
+    verify: bool = False,
+    progress: Any = None,
+) -> BenchSamples:
+    """Run ``engine`` from every source (after a warm-up) and collect the measurements;
+    with ``verify`` every source's levels are compared with SciPy's."""
+    from blest.reference import bfs_levels
+
+    srcs = [int(s) for s in sources]
+    if gpu:
+        warm_up(engine, srcs[0])
+    else:
+        engine.bfs(srcs[0])
+    out = BenchSamples(srcs, [], [], [], [], [])
+    for i, src in enumerate(srcs):
+        if progress is not None:
+            progress(f"source {i + 1}/{len(srcs)}: {src}")
+        whole, traversal, levels = _one_call(engine, src, gpu)
+        out.whole_call_ms.append(whole)
+        out.traversal_ms.append(traversal)
+        out.depth.append(int(levels.max()))
+        out.edges.append(edges_reached(graph, levels))
+        if verify and not np.array_equal(levels, bfs_levels(graph, src)):
+            out.differs.append(src)
+    return out

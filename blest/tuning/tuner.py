@@ -6,16 +6,15 @@ On a GPU: every available ordering is prepared, candidates are compiled up front
 8 seeded tuning sources; the pick is checked against SciPy on one source, then re-timed beside
 the paper's fixed choice and the best other candidates on the protocol's 64 held-out sources.
 Without a GPU: the paper's rules (default ordering, sigma=8, lazy iff U_div > 25,000, switching
-on with eta=10) and an NVRTC compile of the candidates as a check; ``tuned`` is false.
+on with eta=10), nothing compiled unless asked (``compile_check``: NVRTC compiles the candidates
+as a check); ``tuned`` is false.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,9 +26,7 @@ from blest.graph.bvss import u_div
 from blest.graph.core import Graph
 from blest.graph.prepared import Prepared
 from blest.runtime.protocol import Geometry
-from blest.tuning.artifact import save_artifact
 from blest.tuning.config import GPUInfo, GraphInfo, PreparationInfo, TunedConfig
-from blest.tuning.files import removing_on_error, sha256_file
 from blest.tuning.paper import paper_spec, three_run_rule
 from blest.tuning.prepare import (
     OrderingUnavailable,
@@ -40,6 +37,7 @@ from blest.tuning.prepare import (
     prepare_with_fallback,
 )
 from blest.tuning.protocol import timing_sources
+from blest.tuning.publish import write_tuned
 from blest.tuning.search import Search, Timed, measure, relative
 from blest.tuning.space import Candidate, coarse_candidates, paper_candidate, persistent_specs
 
@@ -122,9 +120,12 @@ def tune(
     use_gpu: bool | None = None,
     repeats: int = 1,
     progress: Progress | None = None,
+    compile_check: bool = False,
 ) -> TuneOutcome:
     """Choose a variant for ``graph``; see the module docstring. ``use_gpu=None`` times on a
-    GPU when one is usable, else applies the paper's rules."""
+    GPU when one is usable, else applies the paper's rules; then nothing is compiled unless
+    ``compile_check`` asks for NVRTC to compile the candidates (a check of the toolchain: no
+    kernel can run here)."""
     if graph.n == 0:
         raise ArgumentError("the graph has no vertices: nothing to tune")
     sigmas = tuple(sorted(set(int(s) for s in sigmas)))
@@ -143,24 +144,7 @@ def tune(
         use_gpu, why = False, "no vertex has an out-arc"  # nothing to time
     if use_gpu:
         return _tune_gpu(graph, source, budget_s, n_sources, sigmas, orderings, repeats, progress)
-    return _paper_rules(graph, source, sigmas, orderings, progress, why)
-
-
-def write_tuned(
-    outcome: TuneOutcome, config_path: str | os.PathLike[str], artifact_path: str | os.PathLike[str]
-) -> TunedConfig:
-    """Write the artifact, then the config (each atomically); on failure neither is left."""
-    config_path, artifact_path = Path(config_path), Path(artifact_path)
-    cfg = outcome.config
-    with removing_on_error(artifact_path):
-        save_artifact(artifact_path, outcome.prepared)
-        cfg.artifact_sha256 = sha256_file(artifact_path)
-        try:
-            cfg.artifact = os.path.relpath(artifact_path.resolve(), config_path.resolve().parent)
-        except ValueError:  # another drive (Windows)
-            cfg.artifact = str(artifact_path.resolve())
-        cfg.write(config_path)
-    return cfg
+    return _paper_rules(graph, source, sigmas, orderings, progress, why, compile_check)
 
 
 # ---------------------------------------------------------------------- without a GPU
@@ -171,6 +155,7 @@ def _paper_rules(
     orderings: Sequence[str] | None,
     progress: Progress,
     why: str = "no GPU",
+    compile_check: bool = False,
 ) -> TuneOutcome:
     notes = [f"{why}: variant chosen by the paper's rules, not timed"]
     default = default_ordering(graph)
@@ -186,8 +171,13 @@ def _paper_rules(
     spec = replace(paper_spec(u8, switching=True), sigma=sigma)
     if spec.switching:
         notes.append(f"switching on with eta={DEFAULT_ETA:g} (the three-run rule needs a GPU)")
-    specs = [*persistent_specs(sigmas), spec]
-    compiled, seconds = _compile_check(specs, DEFAULT_ARCH, notes, progress)
+    compiled: list[str] = []
+    seconds = 0.0
+    if compile_check:
+        specs = [*persistent_specs(sigmas), spec]
+        compiled, seconds = _compile_check(specs, DEFAULT_ARCH, notes, progress)
+    else:
+        notes.append("no kernel compiled (nothing can run them here)")
     cfg = TunedConfig(
         graph=_graph_info(graph, source),
         preparation=_preparation_info(prep, sigma, u8, default, {prep.ordering: prep.seconds}),
@@ -210,15 +200,22 @@ def _paper_rules(
 def _compile_check(
     specs: Sequence[VariantSpec], arch: str, notes: list[str], progress: Progress
 ) -> tuple[list[str], float]:
-    """NVRTC-compile the rendered specs (disk-cached; the sources are what Engine compiles)."""
+    """NVRTC-compile the rendered specs (disk-cached; the sources are what Engine compiles),
+    reporting each finished module through ``progress``."""
     from blest.codegen.compile import compile_many
     from blest.codegen.render import render
 
     unique = list(dict.fromkeys(specs))
-    progress(f"compiling {len(unique)} variants for {arch}")
+    what = f"compiling {len(unique)} variants for {arch}"
+    progress(what)
+
+    def step(done: int, total: int) -> None:
+        bar = "#" * (20 * done // max(total, 1))
+        progress(f"{what} [{bar:<20}] {done}/{total}")
+
     t0 = time.perf_counter()
     try:
-        compile_many([render(s) for s in unique], arch=arch)
+        compile_many([render(s) for s in unique], arch=arch, progress=step)
     except GPUUnavailableError as exc:
         notes.append(f"candidates not compiled ({exc})")
         return [], 0.0

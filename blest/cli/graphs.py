@@ -1,0 +1,127 @@
+"""The graph a command reads: a file, or ``-`` for standard input; ``--format``, ``--relabel``
+and ``--directed`` / ``--undirected`` on every command that reads one."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from blest.errors import ArgumentError, GraphFormatError, VertexError
+from blest.graph.core import Graph
+from blest.graph.io import FORMATS
+
+__all__ = ["GRAPH_FLAGS", "given_graph_flags", "graph_flags", "load", "user_to_graph_id"]
+
+#: dest names of the flags :func:`graph_flags` adds (for "cannot be combined with a config")
+GRAPH_FLAGS = {"format": "--format", "relabel": "--relabel", "directed": "--directed"}
+
+GRAPH_HELP = (
+    "a graph file: Matrix Market (.mtx, .mm), an edge list (.txt, .csv, .tsv, .el, .edges, "
+    "...), a blest .npz, any of them gzipped (.gz); - reads standard input"
+)
+
+
+def graph_flags(p: argparse.ArgumentParser, *, legacy_no_directed: bool = False) -> None:
+    """Add ``--format``, ``--relabel`` and ``--directed`` / ``--undirected``."""
+    g = p.add_argument_group("reading the graph")
+    g.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="force a reader (default: from the file name; for - and unknown names from the "
+        "first bytes: a Matrix Market banner, a zip archive (npz), else an edge list)",
+    )
+    g.add_argument(
+        "--relabel",
+        action="store_true",
+        help="number the ids that occur 0..k-1 in increasing order (default: ids as written; "
+        "ids that never occur are isolated vertices)",
+    )
+    d = g.add_mutually_exclusive_group()
+    d.add_argument(
+        "--directed",
+        dest="directed",
+        action="store_const",
+        const=True,
+        default=None,
+        help="keep every arc one-way (default: as the input says: edge lists and Matrix "
+        "Market 'general' are directed, Matrix Market 'symmetric' is undirected)",
+    )
+    d.add_argument(
+        "--undirected",
+        dest="directed",
+        action="store_const",
+        const=False,
+        help="add the reverse of every arc; edge lists are directed unless --undirected",
+    )
+    if legacy_no_directed:  # the spelling of earlier versions
+        d.add_argument(
+            "--no-directed",
+            dest="directed",
+            action="store_const",
+            const=False,
+            help=argparse.SUPPRESS,
+        )
+
+
+def given_graph_flags(args: argparse.Namespace) -> list[str]:
+    """The graph flags given on the command line."""
+    given = []
+    for dest, flag in GRAPH_FLAGS.items():
+        value = getattr(args, dest, None)
+        if dest == "directed" and value is False:
+            given.append("--undirected")
+        elif value is not None and value is not False:
+            given.append(flag)
+    return given
+
+
+@contextlib.contextmanager
+def _stdin_file() -> Iterator[Path]:
+    """Standard input spooled to a temporary file (removed on exit, signals included)."""
+    stream = sys.stdin
+    if stream is None or stream.isatty():
+        raise ArgumentError("the graph is - but standard input is a terminal: pipe a graph in")
+    with tempfile.TemporaryDirectory(prefix="blest-stdin-") as tmp:
+        head = stream.buffer.read(2)
+        path = Path(tmp) / ("stdin.gz" if head == b"\x1f\x8b" else "stdin")
+        with open(path, "wb") as f:
+            f.write(head)
+            shutil.copyfileobj(stream.buffer, f, 1 << 20)
+        yield path
+
+
+def load(path: str, args: argparse.Namespace) -> Graph:
+    """Load ``path`` (``-``: standard input) with the command's graph flags."""
+    from blest.graph.io import load_graph
+
+    kw = {
+        "directed": getattr(args, "directed", None),
+        "relabel": bool(getattr(args, "relabel", False)),
+        "format": getattr(args, "format", None),
+    }
+    if path != "-":
+        return load_graph(path, **kw)
+    with _stdin_file() as spooled:
+        try:
+            graph = load_graph(spooled, **kw)
+        except GraphFormatError as exc:  # name standard input, not the spooled copy
+            raise GraphFormatError(exc.reason, path="<stdin>", line=exc.line) from None
+    return dataclasses.replace(graph, report=dataclasses.replace(graph.report, source="-"))
+
+
+def user_to_graph_id(graph: Graph, vertex: int) -> int:
+    """The graph's id of the user's vertex (they differ after ``--relabel``)."""
+    if graph.labels is None:
+        return vertex
+    hits = np.flatnonzero(graph.labels == vertex)
+    if hits.size == 0:
+        raise VertexError(f"vertex {vertex} does not occur in the graph (read with --relabel)")
+    return int(hits[0])
