@@ -149,7 +149,7 @@ def test_help_says_every_default():
     quiet = (argparse._HelpAction, argparse._VersionAction, argparse._StoreTrueAction)
     missing = []
     for prog, action in [*_options(build_parser()), *_options(build_tune_parser())]:
-        if isinstance(action, quiet) or action.dest in ("directed", "debug"):
+        if isinstance(action, quiet) or action.required or action.dest in ("directed", "debug"):
             continue
         if "default" not in (action.help or "").lower():
             missing.append(f"{prog} {action.option_strings[0]}")

@@ -75,3 +75,25 @@ def test_cli_bfs_with_tuned_config(tmp_path, rng, capsys):
     emu = blest.load_tuned(cfg, emulate=True)
     assert isinstance(emu, EmulatedEngine)
     assert np.array_equal(emu.bfs(5), bfs_levels(g, 5))
+
+
+def test_closeness_workload_tunes_and_loads(tmp_path, rng):
+    """blest-tune --workload closeness picks a multi-source variant by timing; the loaded
+    engine runs it, and its scores equal the CPU's bit for bit."""
+    from blest.centrality import closeness
+    from blest.codegen.msspec import MSSpec
+
+    g = make_power_law(rng, 2000)
+    write_mtx(g, tmp_path / "g.mtx")
+    cfg = tmp_path / "g.blest.json"
+    argv = [str(tmp_path / "g.mtx"), "-o", str(cfg), "--workload", "closeness", "--budget", "4"]
+    assert tune_main([*argv, "-q"]) == 0
+    data = json.loads(cfg.read_text())
+    assert data["tuned"] is True and data["multi_source"] is not None
+    assert data["timing"]["workload"] == "closeness" and data["timing"]["ms_candidates"]
+    eng = blest.load_tuned(cfg)
+    assert eng.ms_runner().spec == MSSpec.from_dict(data["multi_source"]["spec"])
+    got = eng.closeness()
+    eng.close()
+    want = closeness(g, device="cpu")
+    assert got.tobytes() == want.tobytes()

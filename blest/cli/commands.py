@@ -320,6 +320,7 @@ def _demo_parser(sub: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from blest.cli.bench import bench_parser
+    from blest.cli.closeness import closeness_parser
 
     p = Parser(
         prog="blest",
@@ -345,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("variants", help="list every variant")
     v.set_defaults(func=_cmd_variants)
     bench_parser(sub)
+    closeness_parser(sub)
     for command in sub.choices.values():  # --debug also after the command's name
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help=argparse.SUPPRESS)  # fmt: skip

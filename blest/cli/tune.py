@@ -63,16 +63,23 @@ def _tune_and_write(args: argparse.Namespace, config: Path, base: Path, progress
     t0 = time.perf_counter()
     graph = load(args.graph, args)
     load_s = time.perf_counter() - t0
-    outcome = tune(
-        graph,
-        source=args.graph if args.graph == "-" else str(Path(args.graph).resolve()),
-        budget_s=args.budget,
-        n_sources=args.sources,
-        sigmas=args.sigma,
-        orderings=args.ordering,
-        progress=progress,
-        compile_check=args.compile_check,
-    )
+    source = args.graph if args.graph == "-" else str(Path(args.graph).resolve())
+    if args.workload == "closeness":
+        from blest.tuning.tune_multi import tune_closeness
+
+        outcome = tune_closeness(graph, source=source, budget_s=args.budget, sigmas=args.sigma,
+                                 orderings=args.ordering, progress=progress)  # fmt: skip
+    else:
+        outcome = tune(
+            graph,
+            source=source,
+            budget_s=args.budget,
+            n_sources=args.sources,
+            sigmas=args.sigma,
+            orderings=args.ordering,
+            progress=progress,
+            compile_check=args.compile_check,
+        )
     outcome.config.preparation.load_seconds = load_s
     if graph.labels is not None:
         outcome.config.notes.append(
@@ -155,6 +162,13 @@ def build_tune_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="without a GPU, still compile the candidate kernels with NVRTC, as a check of "
         "the toolchain (default: compile nothing that cannot run here)",
+    )
+    p.add_argument(
+        "--workload",
+        choices=("bfs", "closeness"),
+        default="bfs",
+        help="what to tune for: single-source BFS (default) or many sources at once (the "
+        "multi-source kernels of closeness, harmonic centrality and bfs_many)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
     graph_flags(p)

@@ -263,6 +263,26 @@ def _geometry(data: Any) -> Geometry:
         raise ConfigError(f"launch_geometry: {exc}") from None
 
 
+def _multi_source(data: Any) -> dict[str, Any] | None:
+    """The multi-source choice (closeness workload), checked; None when absent."""
+    if data is None:
+        return None
+    from blest.codegen.msspec import MSSpec
+
+    f = _Fields(data, "multi_source")
+    try:
+        spec = MSSpec.from_dict(data.get("spec"))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"multi_source.spec is invalid ({exc})") from None
+    eta = f.float("eta")
+    if eta < 0:
+        raise ConfigError(f"multi_source.eta must be >= 0, got {eta}")
+    block = f.int("block_size", minimum=32)
+    if block % 32 or block > 1024:
+        raise ConfigError(f"multi_source.block_size must be a multiple of 32 <= 1024, got {block}")
+    return {"spec": spec.to_dict(), "eta": eta, "block_size": block}
+
+
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
@@ -284,6 +304,7 @@ class TunedConfig:
     notes: list[str] = field(default_factory=list)
     timing: dict[str, Any] = field(default_factory=dict)
     report: dict[str, Any] | None = None
+    multi_source: dict[str, Any] | None = None  # {spec, eta, block_size} (closeness workload)
     blest_version: str = __version__
     created: str = field(default_factory=_now)
     path: Path | None = field(default=None, compare=False)
@@ -321,6 +342,7 @@ class TunedConfig:
             "notes": list(self.notes),
             "timing": self.timing,
             "report": self.report,
+            "multi_source": self.multi_source,
         }
 
     @classmethod
@@ -370,6 +392,7 @@ class TunedConfig:
             notes=[str(x) for x in notes],
             timing=top.dict("timing"),
             report=report if isinstance(report, dict) else None,
+            multi_source=_multi_source(data.get("multi_source")),
             blest_version=top.str("blest_version", optional=True) or "",
             created=top.str("created", optional=True) or "",
             path=path,

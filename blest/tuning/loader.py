@@ -80,6 +80,13 @@ def load_tuned(
             )
         return make_engine(prep, cfg.spec, eta=cfg.eta, device=where)
     engine = make_engine(prep, cfg.spec, eta=cfg.eta, geometry=cfg.geometry, device=where)
+    if cfg.multi_source is not None and hasattr(engine, "configure_multi_source"):
+        from blest.codegen.msspec import MSSpec
+
+        ms = cfg.multi_source
+        engine.configure_multi_source(
+            MSSpec.from_dict(ms["spec"]), eta=ms["eta"], block_size=ms["block_size"]
+        )
     _warn_if_foreign(cfg, engine)
     return engine
 

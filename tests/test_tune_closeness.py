@@ -1,0 +1,84 @@
+"""``blest-tune --workload closeness`` and the config's ``multi_source`` section, on the CPU."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from random_graphs import make_power_law
+
+import blest
+import blest.centrality as bc
+from blest.cli import tune_main
+from blest.codegen.msspec import MSSpec
+from blest.datasets import write_mtx
+from blest.errors import ConfigError
+from blest.tuning.config import TunedConfig
+
+
+@pytest.fixture
+def tuned(tmp_path, rng):
+    g = make_power_law(rng, 300)
+    write_mtx(g, tmp_path / "g.mtx")
+    cfg = tmp_path / "g.blest.json"
+    assert (
+        tune_main([str(tmp_path / "g.mtx"), "-o", str(cfg), "--workload", "closeness", "-q"]) == 0
+    )
+    return g, cfg
+
+
+def test_closeness_workload_without_a_gpu(tuned):
+    g, cfg = tuned
+    data = json.loads(cfg.read_text())
+    assert data["tuned"] is False and data["multi_source"] is None
+    assert any("multi-source variant is chosen" in n for n in data["notes"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(bc.closeness(str(cfg)), bc.closeness(g))
+
+
+def test_multi_source_section_round_trip_and_checks(tuned):
+    _, path = tuned
+    cfg = TunedConfig.read(path)
+    cfg.multi_source = {"spec": MSSpec(8, 128, "block", "shuffle").to_dict(), "eta": 4.0,
+                        "block_size": 1024}  # fmt: skip
+    cfg.write(path)
+    again = TunedConfig.read(path)
+    assert again.multi_source == cfg.multi_source
+    data = json.loads(path.read_text())
+    for bad in ({"spec": {"kappa": 48}, "eta": 1.0, "block_size": 256},
+                {"spec": MSSpec().to_dict(), "eta": -1.0, "block_size": 256},
+                {"spec": MSSpec().to_dict(), "eta": 1.0, "block_size": 100}):  # fmt: skip
+        data["multi_source"] = bad
+        path.write_text(json.dumps(data))
+        with pytest.raises(ConfigError, match="multi_source"):
+            TunedConfig.read(path)
+
+
+def test_load_tuned_applies_the_multi_source_choice(tuned, monkeypatch):
+    _, path = tuned
+    cfg = TunedConfig.read(path)
+    choice = MSSpec(8, 64, "grid", "mma")
+    cfg.multi_source = {"spec": choice.to_dict(), "eta": 2.0, "block_size": 512}
+    cfg.write(path)
+    seen = {}
+
+    class FakeEngine:
+        device_name = "NVIDIA H200"
+
+        def __init__(self, prepared, spec, **kw):
+            pass
+
+        def configure_multi_source(self, spec, *, eta, block_size):
+            seen.update(spec=spec, eta=eta, block_size=block_size)
+
+    monkeypatch.setattr("blest.runtime.engine.Engine", FakeEngine)
+    monkeypatch.setattr(
+        "blest.codegen.toolchain.require_gpu", lambda d=None: (0, "sm_90", "NVIDIA H200")
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        blest.load_tuned(path, device="gpu")
+    assert seen == {"spec": choice, "eta": 2.0, "block_size": 512}
