@@ -3,6 +3,7 @@ racecheck):
 
     compute-sanitizer --tool memcheck python3 benchmarks/sanitize.py
     compute-sanitizer --tool racecheck python3 benchmarks/sanitize.py --grid-blocks 2
+    compute-sanitizer --tool memcheck python3 benchmarks/sanitize.py --ms-only   # new families
 
 Exits 1 if any result differs from SciPy; the sanitizer's own summary says the rest. Racecheck
 instruments every shared-memory access and serializes a spinning persistent grid, so it wants
@@ -16,6 +17,7 @@ import argparse
 import numpy as np
 
 from blest import VariantSpec  # noqa: E402
+from blest.codegen.msspec import MSSpec  # noqa: E402
 from blest.datasets.classes import make_directed, make_grid  # noqa: E402
 from blest.graph.bvss import build_bvss  # noqa: E402
 from blest.graph.prepared import Prepared  # noqa: E402
@@ -32,14 +34,50 @@ FAMILIES = [
 ]
 
 
+MS_FAMILIES = [
+    MSSpec(8, 64, "grid", "mma"),
+    MSSpec(32, 32, "grid", "shuffle"),
+    MSSpec(8, 128, "block", "shuffle"),
+    MSSpec(16, 256, "block", "mma"),
+]
+
+
+def multi_source(graphs: dict, block_size: int) -> int:
+    """The multi-source families (both forms, both expansions, eta never / always), parents and
+    several seeds on the single-source kernels; the number of wrong results."""
+    bad = 0
+    for spec in MS_FAMILIES:
+        for name, g in graphs.items():
+            for eta in (0.0, 1e9):
+                prepared = Prepared.from_graph(g, spec.sigma, bvss=build_bvss(g, spec.sigma))
+                with Engine(prepared) as eng:
+                    eng.configure_multi_source(spec, eta=eta, block_size=block_size)
+                    srcs = [0, 5, 5, g.n - 1]
+                    rows = eng.bfs_many(srcs)
+                    ok = all(np.array_equal(rows[i], bfs_levels(g, s)) for i, s in enumerate(srcs))
+                bad += not ok
+                print(f"{spec.name:<26} {name:<9} eta={eta:<6g} {'ok' if ok else 'WRONG'}")
+    spec = VariantSpec(sigma=8, update="lazy", dirty_sets=True, switching=True)
+    for name, g in graphs.items():
+        prepared = Prepared.from_graph(g, 8, bvss=build_bvss(g, 8))
+        with Engine(prepared, spec) as eng:
+            levels, parents = eng.bfs([1, 3, 3], parents=True)
+            from blest.api import validate
+
+            validate(g, [1, 3], levels, parents)
+        print(f"multi-seed + parents       {name:<9} ok")
+    return bad
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid-blocks", type=int, default=None, help="blocks of every launch")
+    ap.add_argument("--ms-only", action="store_true", help="the multi-source families only")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(7)
     graphs = {"directed": make_directed(rng, 700), "grid": make_grid(rng, 600)}
-    bad = 0
-    for spec in FAMILIES:
+    bad = multi_source(graphs, 128)
+    for spec in [] if args.ms_only else FAMILIES:
         for name, g in graphs.items():
             for small in (0, 64):
                 src = int(np.flatnonzero(g.out_degree > 0)[0])
