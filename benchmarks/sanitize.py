@@ -39,6 +39,8 @@ MS_FAMILIES = [
     MSSpec(32, 32, "grid", "shuffle"),
     MSSpec(8, 128, "block", "shuffle"),
     MSSpec(16, 256, "block", "mma"),
+    MSSpec(8, 64, "block", "csr"),
+    MSSpec(4, 128, "grid", "csr"),
 ]
 
 

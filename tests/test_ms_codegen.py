@@ -12,7 +12,7 @@ from blest.errors import ArgumentError
 
 def test_variant_space_is_complete_and_named_uniquely():
     specs = list(ms_variants())
-    assert len(specs) == 4 * 4 * 2 * 2
+    assert len(specs) == 4 * 4 * 2 * 3  # sigma, kappa, form, expand
     assert len({s.name for s in specs}) == len(specs)
     assert {s.form for s in ms_variants(form="block")} == {"block"}
     with pytest.raises(ArgumentError):
@@ -43,6 +43,8 @@ def test_rendering_is_deterministic_and_specific():
         assert f"#define KAPPA {spec.kappa}" in src and f"#define SIGMA {spec.sigma}" in src
         assert ("grid_barrier(" in src) == (spec.form == "grid")
         assert ("slot_hits(mask, alpha" in src) == (spec.expand == "mma")
+        assert ("g.out_idx + e" in src) == (spec.expand == "csr")
+        assert ("push_sets(g, bt.queue" in src) == (spec.expand != "csr")
         for p in ms_params():  # every kernel parameter is declared, in order
             assert f" {p.name}" in src
 

@@ -48,7 +48,7 @@ def _sources(rng, graph, k):
     return picks
 
 
-@pytest.mark.parametrize("expand", ["mma", "shuffle"])
+@pytest.mark.parametrize("expand", ["mma", "shuffle", "csr"])
 @pytest.mark.parametrize("form", ["grid", "block"])
 @pytest.mark.parametrize("kappa", KAPPAS)
 def test_bfs_many_matches_scipy(zoo, kappa, form, expand):
@@ -73,7 +73,7 @@ def test_bfs_many_matches_scipy(zoo, kappa, form, expand):
 def test_sums_bit_identical_to_cpu(zoo, form):
     rng, graphs = zoo
     for name, graph in graphs.items():
-        spec = MSSpec(8, int(rng.choice(KAPPAS)), form, str(rng.choice(["mma", "shuffle"])))
+        spec = MSSpec(8, int(rng.choice(KAPPAS)), form, str(rng.choice(["mma", "shuffle", "csr"])))
         with _engine(graph, 8, spec=spec, eta=float(rng.choice([0.0, 2.0, 50.0]))) as eng:
             srcs = _sources(rng, graph, int(rng.integers(1, 300)))
             got = eng.source_sums(srcs)
@@ -112,7 +112,8 @@ def test_closeness_and_harmonic_match_networkx(zoo):
         G.add_nodes_from(range(graph.n))
         src = np.repeat(np.arange(graph.n), np.diff(graph.out_ptr))
         G.add_edges_from(zip(src.tolist(), graph.out_idx.tolist(), strict=True))
-        form, expand = str(rng.choice(["grid", "block"])), str(rng.choice(["mma", "shuffle"]))
+        form = str(rng.choice(["grid", "block"]))
+        expand = str(rng.choice(["mma", "shuffle", "csr"]))
         spec = MSSpec(8, int(rng.choice(KAPPAS)), form, expand)
         with _engine(graph, 8, spec=spec) as eng:
             for wf in (True, False):

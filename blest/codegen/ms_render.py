@@ -27,6 +27,8 @@ def ms_graph_params() -> list[KernelParam]:
         KernelParam("const int* __restrict__", "real_ptrs", "rho + 1: VSS range of each slice set"),
         KernelParam("const long long* __restrict__", "in_ptr", "n + 1 (in_csr)"),
         KernelParam("const int* __restrict__", "in_idx", "in-neighbours"),
+        KernelParam("const long long* __restrict__", "out_ptr", "n + 1 (out_csr; csr expansion)"),
+        KernelParam("const int* __restrict__", "out_idx", "out-neighbours (csr expansion)"),
         KernelParam("const int* __restrict__", "old_of_new", "n, or null for the identity"),
         KernelParam("int", "n"),
         KernelParam("int", "rho", "slice sets: ceil(n / SIGMA)"),

@@ -12,9 +12,12 @@ Axes (docs/variants.md):
   (per active BFS, a warp ballot rebuilds its sigma-bit frontier word and the binary MMA tests
   every slot against it); ``shuffle``, on CUDA cores (each nonzero KAPPA-bit frontier word of
   the set's sigma vertices is broadcast by one warp shuffle and OR-ed into the slots whose mask
-  has that column: sigma shuffles at most, however many BFSs are active).
+  has that column: sigma shuffles at most, however many BFSs are active); ``csr``, on CUDA
+  cores without the BVSS (one thread per frontier vertex and 32-BFS chunk walks the vertex's
+  out-arcs and ORs its frontier word into each head: a thread, not a warp, per unit of work,
+  for the sparse frontiers of deep graphs).
 
-Both forms go top-down on tensor cores or bottom-up on CUDA cores, chosen per level by eta (a
+Both forms go top-down (as ``expand`` says) or bottom-up on CUDA cores, chosen per level by eta (a
 runtime argument), so switching is not an axis.
 """
 
@@ -37,7 +40,7 @@ _CHOICES: dict[str, tuple] = {
     "sigma": SIGMAS,
     "kappa": KAPPAS,
     "form": ("grid", "block"),
-    "expand": ("mma", "shuffle"),
+    "expand": ("mma", "shuffle", "csr"),
 }
 
 
@@ -74,8 +77,8 @@ class MSSpec:
 
     @property
     def name(self) -> str:
-        """A short identifier, e.g. ``ms_s8_k64_block`` (``_shfl`` for the shuffle expansion)."""
-        suffix = "_shfl" if self.expand == "shuffle" else ""
+        """A short identifier, e.g. ``ms_s8_k64_block`` (``_shfl``, ``_csr``: those expansions)."""
+        suffix = {"mma": "", "shuffle": "_shfl", "csr": "_csr"}[self.expand]
         return f"ms_s{self.sigma}_k{self.kappa}_{self.form}{suffix}"
 
     def to_dict(self) -> dict[str, Any]:

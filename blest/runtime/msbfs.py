@@ -94,6 +94,10 @@ class MSRunner:
             in_ptr=np.asarray(_host(prep.in_ptr), dtype=np.int64),
             in_idx=np.asarray(_host(prep.in_idx), dtype=np.int32),
         )
+        if self.spec.expand == "csr":
+            g["out_ptr"], g["out_idx"] = _out_csr(cp, prep, g["in_ptr"], g["in_idx"])
+        else:
+            g["out_ptr"] = g["out_idx"] = np.uint64(0)  # null: the BVSS expansions
         perm = prep.permutation
         g["old_of_new"] = (
             np.uint64(0) if perm.is_identity else cp.asarray(perm.old_of_new, dtype=cp.int32)
@@ -254,6 +258,20 @@ def _next_step(step: int, done: int, seconds: float, slots: int, form: str) -> i
     if form == "block":
         want = max(slots, want // slots * slots)
     return want
+
+
+def _out_csr(cp: Any, prep: Prepared, in_ptr: Any, in_idx: Any) -> tuple[Any, Any]:
+    """Out-adjacency of the reordered graph, on the device: the in-adjacency itself when the
+    graph is undirected, else its transpose (a stable sort of the arcs by tail)."""
+    if not prep.graph.directed or prep.graph.nnz == 0:
+        return in_ptr, in_idx
+    n = prep.n
+    heads = cp.repeat(cp.arange(n, dtype=cp.int32), cp.diff(in_ptr).astype(cp.int64))
+    order = cp.argsort(in_idx, kind="stable")
+    out_idx = heads[order]
+    out_ptr = cp.zeros(n + 1, dtype=cp.int64)
+    cp.cumsum(cp.bincount(in_idx, minlength=n), out=out_ptr[1:])
+    return out_ptr, out_idx
 
 
 def _host(a: Any) -> Any:

@@ -92,14 +92,18 @@ def ms_candidates(
     sigmas: Sequence[int], depth: int, kappas: Sequence[int] = KAPPAS
 ) -> list[MSCandidate]:
     """The coarse pass, most promising first: the form that suits the depth, then the other."""
-    forms = ("block", "grid") if depth >= 64 else ("grid", "block")
+    deep = depth >= 64
+    forms = ("block", "grid") if deep else ("grid", "block")
+    expands = ("csr", "shuffle", "mma") if deep else ("shuffle", "mma", "csr")
     out = []
     for form in forms:
         for kappa in [k for k in KAPPA_ORDER if k in kappas]:
             for sigma in sigmas:
                 blocks = MS_BLOCKS if form == "block" else (DEFAULT_BLOCK_SIZE,)
                 for block in blocks:
-                    for expand in ("shuffle", "mma"):
+                    for expand in expands:
+                        if expand == "csr" and sigma != sigmas[0]:
+                            continue  # reads no BVSS: one sigma is enough
                         spec = MSSpec(sigma, kappa, form, expand)
                         out.append(MSCandidate(spec, DEFAULT_ETA, block))
     return out
