@@ -72,13 +72,17 @@ class GPUManySources:
         return self._runners[key]
 
     def _default_ms_spec(self) -> MSSpec:
-        """kappa = 256 on the grid for shallow graphs, kappa = 64 per block for deep ones (a
-        grid barrier per level costs more than a level there); said in a warning."""
+        """kappa = 256 on the grid for shallow graphs; for deep ones kappa = 32 per block with
+        the CUDA-core out-arc expansion (a grid barrier per level costs more than a level there,
+        and their frontiers are sparse); said in a warning."""
         start = int(np.argmax(self.graph.out_degree))
         self.bfs(start, out="device")
         depth = self.stats.depth
         deep = depth >= DEEP_GRAPH_LEVELS
-        spec = MSSpec(self.spec.sigma, 64 if deep else 256, "block" if deep else "grid")
+        if deep:
+            spec = MSSpec(self.spec.sigma, 32, "block", "csr")
+        else:
+            spec = MSSpec(self.spec.sigma, 256, "grid")
         warnings.warn(
             f"this engine was not tuned for many sources: bfs_many/closeness use {spec.name} "
             f"(BFS depth {depth} from a sample source); blest-tune --workload closeness tunes it",
