@@ -108,7 +108,10 @@ def per_source(names: list[str], k: int, budget: float) -> list[dict]:
         with Engine(p(8), VariantSpec(8)) as eng:
             eng.bfs(int(srcs[0]))
             depth = eng.stats.depth
-        best, table = search_multi_source(p, (8, 32), depth, budget, sample=k)
+        internal = np.asarray(p(8).permutation.new_of_old)[srcs]
+        best, table = search_multi_source(
+            p, (8, 32), depth, budget, workload=k, sources=internal
+        )  # timed on the protocol's sources themselves
         ms_us = ms_levels_us(p(best.candidate.spec.sigma), best.candidate, srcs, p.graph)
         row = {
             "graph": name,

@@ -82,3 +82,21 @@ def test_load_tuned_applies_the_multi_source_choice(tuned, monkeypatch):
         warnings.simplefilter("ignore")
         blest.load_tuned(path, device="gpu")
     assert seen == {"spec": choice, "eta": 2.0, "block_size": 512}
+
+
+def test_candidate_order_follows_depth_and_sample():
+    from blest.tuning.multi import ms_candidates
+
+    def first(depth, sample):
+        c = ms_candidates((8, 32), depth, workload=sample, sms=132)[0].spec
+        return c.form, c.expand
+
+    assert first(5, 8192) == ("grid", "shuffle")  # shallow: BVSS expansions on the grid
+    assert first(900, 256) == ("grid", "csr")  # deep, few batches: the grid keeps SMs busy
+    assert first(900, 65536) == ("block", "csr")  # deep, many batches: one per block
+    every = ms_candidates((8, 32), 900, workload=256, sms=132)
+    assert len(set(every)) == len(every)
+    assert {c.spec.sigma for c in every if c.spec.expand == "csr"} == {8}  # no BVSS read
+    assert {(c.spec.form, c.spec.expand) for c in every} == {
+        (f, e) for f in ("grid", "block") for e in ("mma", "shuffle", "csr")
+    }

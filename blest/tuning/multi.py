@@ -4,8 +4,9 @@ A candidate is an :class:`MSSpec` (sigma, kappa, form) with eta and a block size
 on the same sample of sources: windows of consecutive internal ids, as the full run takes them
 (consecutive ids are close in the graph's ordering, so a batch's BFSs share frontiers). The
 score is seconds per source; the search runs within a budget, the most promising candidates
-first (the grid form on shallow graphs, the block form on deep ones), and refines eta on the
-best few.
+first (the block form only leads on deep graphs when the sample fills every SM with batches),
+stops a candidate once it is clearly slower than the best so far, and refines eta on the best
+few.
 """
 
 from __future__ import annotations
@@ -89,37 +90,65 @@ def sample_sources(n: int, count: int, windows: int = 8, seed: int = SOURCE_SEED
 
 
 def ms_candidates(
-    sigmas: Sequence[int], depth: int, kappas: Sequence[int] = KAPPAS
+    sigmas: Sequence[int],
+    depth: int,
+    kappas: Sequence[int] = KAPPAS,
+    *,
+    workload: int | None = None,
+    sms: int | None = None,
 ) -> list[MSCandidate]:
-    """The coarse pass, most promising first: the form that suits the depth, then the other."""
+    """The coarse pass, most promising first.
+
+    Deep graphs (depth >= 64) try the CUDA-core out-arc expansion before the BVSS ones; shallow
+    graphs the reverse. The grid form leads, unless the graph is deep and the ``workload`` (the
+    sources of the real run) holds enough batches of 64 to give each of the ``sms``
+    multiprocessors two.
+    """
     deep = depth >= 64
-    forms = ("block", "grid") if deep else ("grid", "block")
+    block_first = deep and workload is not None and sms is not None and workload >= 128 * sms
+    forms = ("block", "grid") if block_first else ("grid", "block")
     expands = ("csr", "shuffle", "mma") if deep else ("shuffle", "mma", "csr")
     out = []
     for form in forms:
-        for kappa in [k for k in KAPPA_ORDER if k in kappas]:
-            for sigma in sigmas:
-                blocks = MS_BLOCKS if form == "block" else (DEFAULT_BLOCK_SIZE,)
-                for block in blocks:
-                    for expand in expands:
-                        if expand == "csr" and sigma != sigmas[0]:
-                            continue  # reads no BVSS: one sigma is enough
+        blocks = MS_BLOCKS if form == "block" else (DEFAULT_BLOCK_SIZE,)
+        for expand in expands:
+            for kappa in [k for k in KAPPA_ORDER if k in kappas]:
+                for sigma in sigmas[:1] if expand == "csr" else sigmas:  # csr reads no BVSS
+                    for block in blocks:
                         spec = MSSpec(sigma, kappa, form, expand)
                         out.append(MSCandidate(spec, DEFAULT_ETA, block))
     return out
 
 
-def time_candidate(prepared: Prepared, c: MSCandidate, sources: np.ndarray) -> float:
-    """Seconds per source of one warm run over ``sources`` (internal ids) on the GPU."""
+class _TooSlow(Exception):
+    """Raised from the progress hook to stop a candidate that already lost."""
+
+
+def time_candidate(
+    prepared: Prepared, c: MSCandidate, sources: np.ndarray, limit_s: float | None = None
+) -> float:
+    """Seconds per source of one warm run over ``sources`` (internal ids) on the GPU. With
+    ``limit_s``, the run stops after the first launch that ends past it, and the rate so far
+    is returned (launches cover whole batches, so the estimate is fair)."""
     from blest.runtime.msbfs import MSRunner
 
     runner = MSRunner(prepared, c.spec, eta=c.eta, block_size=c.block_size)
+    t0 = 0.0
+    reached = [0]
+
+    def watch(done: int, total: int) -> None:
+        reached[0] = done
+        if limit_s is not None and done < total and time.perf_counter() - t0 > limit_s:
+            raise _TooSlow
+
     try:
-        warm = sources[: min(sources.size, c.spec.kappa)]
-        runner.run(warm)
+        runner.run(sources[:1])  # module load and first-launch costs, off the clock
         t0 = time.perf_counter()
-        runner.run(sources)
-        return (time.perf_counter() - t0) / sources.size
+        try:
+            runner.run(sources, progress=watch)
+        except _TooSlow:
+            pass
+        return (time.perf_counter() - t0) / max(reached[0], 1)
     finally:
         runner.close()
 
@@ -142,8 +171,10 @@ class MultiSourceSearch:
         if any(r.candidate == c for r in self.results):
             return
         self.progress(f"timing {stage} {len(self.results) + 1}: {c.label}")
+        best = self.best(1)
+        limit = None if not best else max(0.2, 3.0 * best[0].seconds_per_source * self.sources.size)
         try:
-            secs = time_candidate(self.prepared(c.spec.sigma), c, self.sources)
+            secs = time_candidate(self.prepared(c.spec.sigma), c, self.sources, limit)
             self.results.append(MSTimed(c, secs, stage=stage))
         except Exception as exc:  # recorded: a candidate that cannot run is not fatal
             self.results.append(MSTimed(c, None, f"{type(exc).__name__}: {exc}"[:300], stage))
@@ -185,11 +216,26 @@ def search_multi_source(
     budget_s: float,
     sample: int = 4096,
     progress: Callable[[str], None] | None = None,
+    workload: int | None = None,
+    sources: np.ndarray | None = None,
 ) -> tuple[MSTimed, list[MSTimed]]:
-    """The fastest candidate per source and the whole table."""
+    """The fastest candidate per source and the whole table. ``workload``: the number of
+    sources the real run will have (default: every vertex, as closeness has); ``sources``:
+    the internal ids to time on (default: ``sample`` of them, see :func:`sample_sources`)."""
+    from blest.codegen.toolchain import require_gpu
+
     n = prepared(sigmas[0]).n
-    search = MultiSourceSearch(
-        prepared, sample_sources(n, sample), budget_s, progress or (lambda m: None)
-    )
-    best = search.run(ms_candidates(sigmas, depth))
+    if sources is None:
+        sources = sample_sources(n, sample)
+    sources = np.sort(np.asarray(sources, dtype=np.int32))
+    search = MultiSourceSearch(prepared, sources, budget_s, progress or (lambda m: None))
+    sms = _multiprocessors(require_gpu(None)[0])
+    total = n if workload is None else workload
+    best = search.run(ms_candidates(sigmas, depth, workload=total, sms=sms))
     return best, search.results
+
+
+def _multiprocessors(device: int) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device).attributes["MultiProcessorCount"])
