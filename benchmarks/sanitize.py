@@ -41,6 +41,7 @@ MS_FAMILIES = [
     MSSpec(16, 256, "block", "mma"),
     MSSpec(8, 64, "block", "csr"),
     MSSpec(4, 128, "grid", "csr"),
+    MSSpec(8, 64, "smem", "csr"),
 ]
 
 

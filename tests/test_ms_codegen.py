@@ -12,11 +12,15 @@ from blest.errors import ArgumentError
 
 def test_variant_space_is_complete_and_named_uniquely():
     specs = list(ms_variants())
-    assert len(specs) == 4 * 4 * 2 * 3  # sigma, kappa, form, expand
+    # sigma x kappa x (grid and block with any expansion, smem with csr only)
+    assert len(specs) == 4 * 4 * (2 * 3 + 1)
     assert len({s.name for s in specs}) == len(specs)
     assert {s.form for s in ms_variants(form="block")} == {"block"}
     with pytest.raises(ArgumentError):
         list(ms_variants(bogus=1))
+    assert {s.expand for s in ms_variants(form="smem")} == {"csr"}
+    with pytest.raises(ArgumentError, match="csr"):
+        MSSpec(8, 32, "smem", "mma")
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from gpu_util import graph_zoo, path_like, requires_gpu
 
-from blest.codegen.msspec import MSSpec
-from blest.defaults import KAPPAS
+from blest.codegen.msspec import MSSpec, ms_variants
 from blest.graph.ordering import rcm
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
@@ -48,9 +47,16 @@ def _sources(rng, graph, k):
     return picks
 
 
-@pytest.mark.parametrize("expand", ["mma", "shuffle", "csr"])
-@pytest.mark.parametrize("form", ["grid", "block"])
-@pytest.mark.parametrize("kappa", KAPPAS)
+def _random_spec(rng, sigma=8, form=None) -> MSSpec:
+    """A valid variant drawn at random (``form`` fixed when given)."""
+    forms = ("grid", "block", "smem") if form is None else (form,)
+    specs = [s for s in ms_variants(sigma=sigma) if s.form in forms]
+    return specs[int(rng.integers(len(specs)))]
+
+
+@pytest.mark.parametrize(
+    "kappa,form,expand", sorted({(s.kappa, s.form, s.expand) for s in ms_variants()})
+)
 def test_bfs_many_matches_scipy(zoo, kappa, form, expand):
     rng, graphs = zoo
     for name, graph in graphs.items():
@@ -69,11 +75,11 @@ def test_bfs_many_matches_scipy(zoo, kappa, form, expand):
                 np.testing.assert_array_equal(got[i], want, err_msg=f"{spec.name} {name} {s}")
 
 
-@pytest.mark.parametrize("form", ["grid", "block"])
+@pytest.mark.parametrize("form", ["grid", "block", "smem"])
 def test_sums_bit_identical_to_cpu(zoo, form):
     rng, graphs = zoo
     for name, graph in graphs.items():
-        spec = MSSpec(8, int(rng.choice(KAPPAS)), form, str(rng.choice(["mma", "shuffle", "csr"])))
+        spec = _random_spec(rng, form=form)
         with _engine(graph, 8, spec=spec, eta=float(rng.choice([0.0, 2.0, 50.0]))) as eng:
             srcs = _sources(rng, graph, int(rng.integers(1, 300)))
             got = eng.source_sums(srcs)
@@ -86,10 +92,10 @@ def test_reordered_graph_and_slot_reuse(zoo):
     graph = path_like(rng, 3000)  # hundreds of levels
     perm = rcm(graph)
     srcs = rng.integers(0, graph.n, 200)
-    for spec in (MSSpec(8, 32, "block"), MSSpec(32, 64, "grid")):
+    for spec in (MSSpec(8, 32, "block"), MSSpec(32, 64, "grid"), MSSpec(8, 64, "smem", "csr")):
         eng = _engine(graph, spec.sigma, perm, spec=spec)
-        eng.ms_runner()  # a block-form runner with two slots: batches reuse slots
-        if spec.form == "block":
+        eng.ms_runner()  # a block or smem runner with two slots: batches reuse slots
+        if spec.form != "grid":
             from blest.runtime.msbfs import MSRunner
 
             eng._runners[False] = MSRunner(eng.prepared, spec, max_slots=2)
@@ -112,9 +118,7 @@ def test_closeness_and_harmonic_match_networkx(zoo):
         G.add_nodes_from(range(graph.n))
         src = np.repeat(np.arange(graph.n), np.diff(graph.out_ptr))
         G.add_edges_from(zip(src.tolist(), graph.out_idx.tolist(), strict=True))
-        form = str(rng.choice(["grid", "block"]))
-        expand = str(rng.choice(["mma", "shuffle", "csr"]))
-        spec = MSSpec(8, int(rng.choice(KAPPAS)), form, expand)
+        spec = _random_spec(rng)
         with _engine(graph, 8, spec=spec) as eng:
             for wf in (True, False):
                 want = nx.closeness_centrality(G, wf_improved=wf)

@@ -94,6 +94,11 @@ def test_candidate_order_follows_depth_and_sample():
     assert first(5, 8192) == ("grid", "shuffle")  # shallow: BVSS expansions on the grid
     assert first(900, 256) == ("grid", "csr")  # deep, few batches: the grid keeps SMs busy
     assert first(900, 65536) == ("block", "csr")  # deep, many batches: one per block
+    small = ms_candidates((8, 32), 10, workload=2000, sms=132, n=2000)
+    assert small[0].spec.form == "smem"  # a small graph's batch fits in shared memory
+    assert {c.spec.kappa for c in small if c.spec.form == "smem"} == {32, 64, 128, 256}
+    big = ms_candidates((8, 32), 10, workload=10**6, sms=132, n=10**6)
+    assert all(c.spec.form != "smem" for c in big)
     every = ms_candidates((8, 32), 900, workload=256, sms=132)
     assert len(set(every)) == len(every)
     assert {c.spec.sigma for c in every if c.spec.expand == "csr"} == {8}  # no BVSS read

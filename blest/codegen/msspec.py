@@ -7,7 +7,9 @@ Axes (docs/variants.md):
   frontier, visited and next-frontier bits.
 * ``form`` - ``grid``: one batch at a time over the whole (cooperative) grid, grid barriers
   between the stages; ``block``: every thread block runs batches of its own, block barriers
-  only (for deep graphs, where a grid barrier per level costs more than the level).
+  only (for deep graphs, where a grid barrier per level costs more than the level); ``smem``:
+  as ``block``, with the batch's whole state (visited and two frontiers, kappa bits per
+  vertex) in the block's shared memory, for small graphs (with ``expand="csr"`` only).
 * ``expand`` - how a queued VSS finds the rows the batch reaches: ``mma``, the paper's Alg. 5
   (per active BFS, a warp ballot rebuilds its sigma-bit frontier word and the binary MMA tests
   every slot against it); ``shuffle``, on CUDA cores (each nonzero KAPPA-bit frontier word of
@@ -32,14 +34,14 @@ from typing import Any
 from blest.defaults import DEFAULT_KAPPA, DEFAULT_SIGMA, KAPPAS, SIGMAS
 from blest.errors import ArgumentError
 
-__all__ = ["MSSpec", "ms_variants", "MS_SPEC_FORMAT"]
+__all__ = ["MSSpec", "ms_variants", "smem_bytes", "MS_SPEC_FORMAT"]
 
 MS_SPEC_FORMAT = 1
 
 _CHOICES: dict[str, tuple] = {
     "sigma": SIGMAS,
     "kappa": KAPPAS,
-    "form": ("grid", "block"),
+    "form": ("grid", "block", "smem"),
     "expand": ("mma", "shuffle", "csr"),
 }
 
@@ -59,6 +61,8 @@ class MSSpec:
             allowed = _CHOICES[f.name]
             if value not in allowed or type(value) is not type(allowed[0]):
                 raise ArgumentError(f"MSSpec.{f.name} must be one of {allowed}, got {value!r}")
+        if self.form == "smem" and self.expand != "csr":
+            raise ArgumentError("MSSpec form 'smem' walks out-arcs: it needs expand='csr'")
 
     @property
     def theta(self) -> int:
@@ -104,10 +108,19 @@ class MSSpec:
 
 
 def ms_variants(**fixed: Any) -> Iterator[MSSpec]:
-    """Every MSSpec, optionally with some axes fixed (``ms_variants(sigma=8)``)."""
+    """Every valid MSSpec, optionally with some axes fixed (``ms_variants(sigma=8)``)."""
     for key in fixed:
         if key not in _CHOICES:
             raise ArgumentError(f"unknown axis {key!r}")
     axes = {k: ((fixed[k],) if k in fixed else v) for k, v in _CHOICES.items()}
     for combo in itertools.product(*axes.values()):
-        yield MSSpec(**dict(zip(axes, combo, strict=True)))
+        choice = dict(zip(axes, combo, strict=True))
+        if choice["form"] == "smem" and choice["expand"] != "csr":
+            continue  # not a variant (see MSSpec)
+        yield MSSpec(**choice)
+
+
+def smem_bytes(kappa: int, n: int) -> int:
+    """Dynamic shared memory of the ``smem`` form on a graph of n vertices: visited and two
+    frontier bitmaps of kappa bits per vertex, and kappa per-level counts."""
+    return 4 * (3 * (kappa // 32) * n + kappa)

@@ -2,7 +2,8 @@
 
 :class:`MSRunner` uploads a prepared graph once (BVSS, in-adjacency, permutation), compiles the
 variant and keeps the per-slot buffers: one slot for the grid form, one per resident thread
-block for the block form (as many as fit in a share of the free memory). :meth:`MSRunner.run`
+block for the block form (as many as fit in a share of the free memory), none for the smem
+form (each resident block keeps its batch in shared memory). :meth:`MSRunner.run`
 takes internal source ids and returns, per source, the exact sum of distances, the reach and
 the harmonic sum; with ``levels`` it also writes each source's levels (user ids) into rows of a
 device array. Launches cover a range of batches each, sized to take about a quarter second, so
@@ -20,7 +21,7 @@ import numpy as np
 
 from blest.codegen.contract import CTL, CTL_WORDS, SLOT_WORDS
 from blest.codegen.ms_render import MS_KERNEL, ms_params, render_ms
-from blest.codegen.msspec import MSSpec
+from blest.codegen.msspec import MSSpec, smem_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.prepared import Prepared
@@ -30,6 +31,10 @@ __all__ = ["MSRunner", "MSRun"]
 
 #: Seconds one launch should take (progress and Ctrl-C are handled between launches).
 LAUNCH_SECONDS = 0.25
+#: Shared-memory bytes the smem kernel declares statically, kept free of the dynamic share.
+SMEM_STATIC_RESERVE = 1024
+#: Per-slot buffers the smem form does not use (passed as one-word placeholders).
+_SLOT_BUFFERS = ("visited", "frontier", "next", "touched", "queued", "cnt")
 #: Share of the free device memory the block form's slots may take.
 SLOT_MEMORY_SHARE = 0.5
 
@@ -117,7 +122,18 @@ class MSRunner:
         self.source = render_ms(self.spec)
         binary = compile_source(self.source, arch=self.arch, name=f"blest_{self.spec.name}.cu")
         self._kernel = load_module(binary, self.device_id).get_function(MS_KERNEL)
-        per_sm = max_active_blocks(self._kernel, self.block_size)
+        self.shared_bytes = 0
+        if self.spec.form == "smem":
+            self.shared_bytes = smem_bytes(self.spec.kappa, self.n)
+            attrs = self._cp.cuda.Device(self.device_id).attributes
+            limit = int(attrs.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
+            if self.shared_bytes > limit - SMEM_STATIC_RESERVE:
+                raise ArgumentError(
+                    f"{self.spec.name} needs {format_bytes(self.shared_bytes)} of shared memory "
+                    f"for {self.n:,} vertices; a block has {format_bytes(limit)} here: use a "
+                    "smaller kappa or the block form"
+                )
+        per_sm = max_active_blocks(self._kernel, self.block_size, self.shared_bytes)
         if per_sm < 1:
             raise GPUUnavailableError(f"{self.spec.name} cannot run {self.block_size} threads here")
         if blocks_per_sm is not None:
@@ -140,6 +156,9 @@ class MSRunner:
 
     def _allocate(self, max_slots: int | None) -> None:
         cp = self._cp
+        if self.spec.form == "smem":  # the state lives in shared memory
+            self._allocate_smem(max_slots)
+            return
         per_slot = self.slot_bytes()
         if self.spec.form == "grid":
             slots = 1
@@ -165,6 +184,16 @@ class MSRunner:
             "cnt": cp.zeros(slots * 2 * s.kappa, dtype=cp.uint32),
             "ctl": cp.zeros(CTL_WORDS, dtype=cp.uint32),
         }
+        self._host_ctl = np.zeros(CTL_WORDS, dtype=np.uint32)
+
+    def _allocate_smem(self, max_slots: int | None) -> None:
+        cp = self._cp
+        self.slots = self.grid = min(self.grid, max_slots or self.grid)
+        self._state = {name: cp.zeros(1, dtype=cp.uint32) for name in _SLOT_BUFFERS}
+        self._state["slot_ctl"] = cp.zeros(1, dtype=cp.uint64)
+        self._state["lists"] = cp.zeros(1, dtype=cp.int32)
+        self._state["queue"] = cp.zeros(2, dtype=cp.int32)
+        self._state["ctl"] = cp.zeros(CTL_WORDS, dtype=cp.uint32)
         self._host_ctl = np.zeros(CTL_WORDS, dtype=np.uint32)
 
     # ------------------------------------------------------------------ running
@@ -195,7 +224,7 @@ class MSRunner:
             if sums is None:
                 sums = (cp.zeros(k, cp.uint64), cp.zeros(k, cp.uint64), cp.zeros(k, cp.float64))
             t0, launches = time.perf_counter(), 0
-            step = self.slots if self.spec.form == "block" else 1
+            step = 1 if self.spec.form == "grid" else self.slots
             b = first
             while b < last:
                 end = min(last, b + step)
@@ -231,7 +260,14 @@ class MSRunner:
         args = tuple(values[p.name] for p in ms_params())
         t0 = time.perf_counter()
         cooperative = self.spec.form == "grid"
-        launch(self._kernel, (self.grid,), (self.block_size,), args, cooperative=cooperative)
+        launch(
+            self._kernel,
+            (self.grid,),
+            (self.block_size,),
+            args,
+            shared_mem=self.shared_bytes,
+            cooperative=cooperative,
+        )
         ctl.get(out=self._host_ctl)  # waits for the launch
         if self._host_ctl[CTL["error"]]:
             raise EngineError(
@@ -241,6 +277,8 @@ class MSRunner:
         return time.perf_counter() - t0
 
     def memory_summary(self) -> str:
+        if self.spec.form == "smem":
+            return f"{self.slots} block(s) with {format_bytes(self.shared_bytes)} shared memory"
         return f"{self.slots} slot(s) of {format_bytes(self.slot_bytes())}"
 
     def close(self) -> None:
@@ -255,7 +293,7 @@ def _next_step(step: int, done: int, seconds: float, slots: int, form: str) -> i
     want = max(1, int(done * LAUNCH_SECONDS / seconds))
     if seconds > LAUNCH_SECONDS / 5:
         want = min(want, 4 * max(step, 1))  # grow gently once launches take real time
-    if form == "block":
+    if form != "grid":
         want = max(slots, want // slots * slots)
     return want
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from blest.codegen.msspec import MSSpec
+from blest.codegen.msspec import MSSpec, smem_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA, KAPPAS, SOURCE_SEED
 from blest.graph.prepared import Prepared
 
@@ -36,6 +36,9 @@ __all__ = [
 MS_ETA_GRID = (0.0, 1.0, 4.0, 16.0, 64.0)
 #: Block sizes of the block form tried in the coarse pass.
 MS_BLOCKS = (1024, 256)
+#: Shared memory the search assumes a block can have for the smem form (Hopper: 227 KiB, less
+#: what the kernel declares statically); a smaller GPU refuses the candidate at run time.
+SMEM_BYTES = 226 * 1024
 #: kappa in the order the coarse pass tries it (spread out, so a short budget sees the range).
 KAPPA_ORDER = (64, 256, 128, 32)
 
@@ -96,19 +99,26 @@ def ms_candidates(
     *,
     workload: int | None = None,
     sms: int | None = None,
+    n: int | None = None,
 ) -> list[MSCandidate]:
     """The coarse pass, most promising first.
 
     Deep graphs (depth >= 64) try the CUDA-core out-arc expansion before the BVSS ones; shallow
     graphs the reverse. The grid form leads, unless the graph is deep and the ``workload`` (the
     sources of the real run) holds enough batches of 64 to give each of the ``sms``
-    multiprocessors two.
+    multiprocessors two. Small graphs (``n`` vertices whose batch state fits in a block's
+    shared memory) try the smem form first.
     """
     deep = depth >= 64
     block_first = deep and workload is not None and sms is not None and workload >= 128 * sms
     forms = ("block", "grid") if block_first else ("grid", "block")
     expands = ("csr", "shuffle", "mma") if deep else ("shuffle", "mma", "csr")
     out = []
+    if n is not None:
+        for kappa in [k for k in KAPPA_ORDER if k in kappas]:
+            if smem_bytes(kappa, n) <= SMEM_BYTES:
+                for block in MS_BLOCKS:
+                    out.append(MSCandidate(MSSpec(sigmas[0], kappa, "smem", "csr"), 0.0, block))
     for form in forms:
         blocks = MS_BLOCKS if form == "block" else (DEFAULT_BLOCK_SIZE,)
         for expand in expands:
@@ -231,7 +241,7 @@ def search_multi_source(
     search = MultiSourceSearch(prepared, sources, budget_s, progress or (lambda m: None))
     sms = _multiprocessors(require_gpu(None)[0])
     total = n if workload is None else workload
-    best = search.run(ms_candidates(sigmas, depth, workload=total, sms=sms))
+    best = search.run(ms_candidates(sigmas, depth, workload=total, sms=sms, n=n))
     return best, search.results
 
 
