@@ -192,12 +192,17 @@ def _resolve(item: Any) -> tuple[str, str, str]:
     if isinstance(item, str):
         return item, "blest.cu", "source"
     # lazily: rendering pulls in jinja2 and the templates
-    from blest.codegen.ms_render import render_ms
     from blest.codegen.msspec import MSSpec
-    from blest.codegen.render import render
 
     label = str(getattr(item, "name", type(item).__name__))
-    source = render_ms(item) if isinstance(item, MSSpec) else render(item)
+    if isinstance(item, MSSpec):
+        from blest.codegen.ms_render import render_ms
+
+        source = render_ms(item)
+    else:
+        from blest.codegen.render import render
+
+        source = render(item)
     return source, f"blest_{label}.cu", label
 
 

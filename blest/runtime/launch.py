@@ -23,19 +23,18 @@ __all__ = [
     "max_cooperative_grid",
 ]
 
-_STATIC_SMEM_LIMIT = 48 * 1024
-
 
 class Kernel:
     """A kernel of a loaded module: ``.function`` (``cupy.cuda.function.Function``), ``.name``,
     ``.device_id``. Launch it with :func:`launch`."""
 
-    __slots__ = ("function", "name", "device_id", "_limits")
+    __slots__ = ("function", "name", "device_id", "smem_allowed", "_limits")
 
     def __init__(self, function: Any, name: str, device_id: int):
         self.function = function
         self.name = name
         self.device_id = device_id
+        self.smem_allowed = 0  # dynamic shared memory opted in to, bytes
         self._limits: dict[tuple[int, int], int] = {}  # (threads, smem) → cooperative grid
 
     def __repr__(self) -> str:
@@ -98,13 +97,21 @@ def _device(device_id: int | None) -> Any:
     return cupy.cuda.Device(device_id)
 
 
-def _allow_dynamic_smem(function: Any, nbytes: int) -> None:
-    if nbytes > _STATIC_SMEM_LIMIT:  # opt in above 48 KiB, or launches / occupancy fail
-        from cupy.cuda import driver
+def _allow_dynamic_smem(kernel: Any, nbytes: int) -> None:
+    """Opt the kernel in to ``nbytes`` of dynamic shared memory. Needed whenever dynamic plus
+    static shared memory passes 48 KiB (else launches and occupancy queries fail), so asked for
+    any nonzero amount; a :class:`Kernel` remembers it, as it costs a driver call."""
+    fn, _ = _unwrap(kernel)
+    known = kernel.smem_allowed if isinstance(kernel, Kernel) else -1
+    if nbytes <= 0 or known >= nbytes:
+        return
+    from cupy.cuda import driver
 
-        driver.funcSetAttribute(
-            function.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes)
-        )
+    driver.funcSetAttribute(
+        fn.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes)
+    )
+    if isinstance(kernel, Kernel):
+        kernel.smem_allowed = int(nbytes)
 
 
 def _dim3(d: int | Sequence[int]) -> tuple[int, int, int]:
@@ -120,7 +127,7 @@ def max_active_blocks(kernel: Any, block_size: int, dynamic_smem: int = 0) -> in
 
     fn, dev = _unwrap(kernel)
     with _device(dev):
-        _allow_dynamic_smem(fn, dynamic_smem)
+        _allow_dynamic_smem(kernel, dynamic_smem)
         return int(
             driver.occupancyMaxActiveBlocksPerMultiprocessor(
                 fn.ptr, int(block_size), int(dynamic_smem)
@@ -159,7 +166,7 @@ def launch(
     fn, dev = _unwrap(kernel)
     g, b = _dim3(grid), _dim3(block)
     with _device(dev):
-        _allow_dynamic_smem(fn, shared_mem)
+        _allow_dynamic_smem(kernel, shared_mem)
         if cooperative:
             # Kernel objects remember the limit: an occupancy query per launch costs µs per BFS.
             limits = kernel._limits if isinstance(kernel, Kernel) else {}

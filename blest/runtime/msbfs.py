@@ -32,7 +32,7 @@ __all__ = ["MSRunner", "MSRun"]
 #: Seconds one launch should take (progress and Ctrl-C are handled between launches).
 LAUNCH_SECONDS = 0.25
 #: Shared-memory bytes the smem kernel declares statically, kept free of the dynamic share.
-SMEM_STATIC_RESERVE = 1024
+SMEM_STATIC_RESERVE = 4096
 #: Per-slot buffers the smem form does not use (passed as one-word placeholders).
 _SLOT_BUFFERS = ("visited", "frontier", "next", "touched", "queued", "cnt")
 #: Share of the free device memory the block form's slots may take.
