@@ -37,7 +37,7 @@ def profile(eng: Engine, sources: np.ndarray) -> dict[str, float]:
     for src in sources:
         cp.cuda.Device().synchronize()
         t0 = time.perf_counter()
-        internal, user = eng._internal_source(int(src))
+        user, internal = eng._sources(int(src))
         t1 = time.perf_counter()
         ev[0].record()
         eng._submit_init(internal)

@@ -72,6 +72,29 @@ def multi_source(graphs: dict, block_size: int) -> int:
     return bad
 
 
+def _who_holds(cupy) -> None:
+    """Print the live CuPy arrays (largest first) and, for the largest, two levels of what
+    refers to it (dict keys shown, so that a runner's or engine's buffers can be told apart)."""
+    import gc
+
+    live = [o for o in gc.get_objects() if isinstance(o, cupy.ndarray)]
+    live.sort(key=lambda a: -a.nbytes)
+    print(f"{len(live)} live CuPy arrays, {sum(a.nbytes for a in live)} B")
+
+    def describe(obj) -> str:
+        if isinstance(obj, dict):
+            return f"dict{sorted(map(str, obj))[:6]}"
+        return type(obj).__name__
+
+    skip = {id(live)}
+    for a in live[:2]:
+        for r in gc.get_referrers(a):
+            if id(r) in skip:
+                continue
+            up = [describe(q) for q in gc.get_referrers(r) if id(q) not in skip][:4]
+            print(f"  {a.nbytes} B {a.shape} <- {describe(r)} <- {up}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid-blocks", type=int, default=None, help="blocks of every launch")
@@ -109,8 +132,13 @@ def main(argv: list[str] | None = None) -> int:
         import cupy
 
         gc.collect()
-        cupy.get_default_memory_pool().free_all_blocks()
+        pool = cupy.get_default_memory_pool()
+        used, held = pool.used_bytes(), pool.total_bytes()
+        print(f"CuPy pool before freeing: {used} B in use, {held} B held")
+        _who_holds(cupy)
+        pool.free_all_blocks()
         cupy.get_default_pinned_memory_pool().free_all_blocks()
+        print(f"CuPy pool after freeing: {pool.used_bytes()} B in use, {pool.total_bytes()} B held")
     return 1 if bad else 0
 
 

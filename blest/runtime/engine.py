@@ -134,6 +134,7 @@ class Engine(GPUManySources, EngineBase):
         self._user_levels = None if identity else cp.empty(n, dtype=cp.int32)
         names = [p.name for p in graph_params(spec)] + [p.name for p in state_params(spec)]
         self._common_args = tuple({**arrays, **self._state}[name] for name in names)
+        self._launches: dict[tuple[str, int], Any] = {}  # PreparedLaunch by (role, extras)
         self._seed_buffer = None  # internal seeds of multi-seed calls, grown on demand
         self._parent_args: tuple | None = None  # (in_ptr, in_idx, user parents) once asked
         self._pinned = cp.cuda.alloc_pinned_memory(4 * n)
@@ -241,15 +242,25 @@ class Engine(GPUManySources, EngineBase):
             raise EngineError(f"{self._void}; build a new engine to continue")
 
     def _launch(self, role: str, extra: tuple, cooperative: bool = False) -> None:
-        from blest.runtime.launch import launch
+        """Start kernel ``role`` with the engine's arguments and ``extra``: through a launch
+        prepared on first use, whose per-call arguments are rewritten in place."""
+        from blest.runtime.launch import PreparedLaunch
 
-        launch(
-            self._kernels[role],
-            (self.grid_size,),
-            (self.block_size,),
-            self._common_args + extra,
-            cooperative=cooperative,
-        )
+        key = (role, len(extra))
+        prepared = self._launches.get(key)
+        if prepared is None:
+            prepared = self._launches[key] = PreparedLaunch(
+                self._kernels[role],
+                (self.grid_size,),
+                (self.block_size,),
+                self._common_args + extra,
+                cooperative=cooperative,
+            )
+        else:
+            base = len(self._common_args)
+            for i, arg in enumerate(extra):
+                prepared.set(base + i, arg)
+        prepared()
 
     def _traverse(self, internal: int, user: int, limit: int) -> None:
         self._submit_init(internal)
@@ -435,6 +446,7 @@ class Engine(GPUManySources, EngineBase):
         self._close_runners()
         self._arrays = self._state = {}
         self._common_args = ()
+        self._launches = {}
         self._user_levels = self._seed_buffer = self._parent_args = None
         self._module = self._kernels = None
         self._pinned = self._ctl_pinned = None

@@ -3,20 +3,25 @@
 Everything here needs a GPU. :func:`load_module` loads a cubin (or PTX, JIT-compiled by the
 driver) that :mod:`blest.codegen.compile` produced; :func:`launch` starts a kernel, cooperatively
 when asked (after checking that the grid fits the co-resident limit, which a persistent kernel
-with grid barriers needs); :func:`max_active_blocks` and :func:`max_cooperative_grid` ask the
-occupancy API.
+with grid barriers needs); :class:`PreparedLaunch` packs a launch's arguments once, for the
+launches every BFS call repeats; :func:`max_active_blocks` and :func:`max_cooperative_grid` ask
+the occupancy API.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "Kernel",
     "LoadedModule",
+    "PreparedLaunch",
     "load_module",
     "launch",
     "max_active_blocks",
@@ -168,15 +173,97 @@ def launch(
     with _device(dev):
         _allow_dynamic_smem(kernel, shared_mem)
         if cooperative:
-            # Kernel objects remember the limit: an occupancy query per launch costs µs per BFS.
-            limits = kernel._limits if isinstance(kernel, Kernel) else {}
-            key = (math.prod(b), int(shared_mem))
-            limit = limits.get(key)
-            if limit is None:
-                limit = limits[key] = max_cooperative_grid(kernel, *key)
-            if math.prod(g) > limit:
-                raise ValueError(
-                    f"cooperative grid of {math.prod(g)} blocks exceeds the {limit} co-resident "
-                    f"blocks of {math.prod(b)} threads and {shared_mem} B dynamic shared memory"
-                )
+            _check_cooperative(kernel, g, b, shared_mem)
         fn(g, b, tuple(args), int(shared_mem), stream, bool(cooperative))
+
+
+def _check_cooperative(kernel: Any, g: tuple, b: tuple, shared_mem: int) -> None:
+    """Refuse a cooperative grid above the co-resident limit (CuPy would shrink a 1-D grid
+    with a warning, which a persistent kernel must not silently get)."""
+    # Kernel objects remember the limit: an occupancy query per launch costs µs per BFS.
+    limits = kernel._limits if isinstance(kernel, Kernel) else {}
+    key = (math.prod(b), int(shared_mem))
+    limit = limits.get(key)
+    if limit is None:
+        limit = limits[key] = max_cooperative_grid(kernel, *key)
+    if math.prod(g) > limit:
+        raise ValueError(
+            f"cooperative grid of {math.prod(g)} blocks exceeds the {limit} co-resident "
+            f"blocks of {math.prod(b)} threads and {shared_mem} B dynamic shared memory"
+        )
+
+
+_CTYPES = {
+    np.dtype(np.int32): ctypes.c_int32,
+    np.dtype(np.uint32): ctypes.c_uint32,
+    np.dtype(np.int64): ctypes.c_int64,
+    np.dtype(np.uint64): ctypes.c_uint64,
+    np.dtype(np.float32): ctypes.c_float,
+    np.dtype(np.float64): ctypes.c_double,
+}
+
+
+def _slot(arg: Any) -> Any:
+    """A ctypes holder of one kernel argument, by CuPy's rules (array: its device pointer,
+    NumPy scalar: its dtype, Python int: int64, float: double). Pointers are held as uint64,
+    so that an array and ``np.uint64(0)`` (a null pointer) may take turns in one argument."""
+    if hasattr(arg, "data") and hasattr(arg.data, "ptr"):  # a cupy.ndarray
+        return ctypes.c_uint64(arg.data.ptr)
+    if isinstance(arg, np.generic):
+        return _CTYPES[arg.dtype](arg.item())
+    if isinstance(arg, bool) or not isinstance(arg, (int, float)):
+        raise TypeError(f"unsupported kernel argument {type(arg).__name__}")
+    return ctypes.c_int64(arg) if isinstance(arg, int) else ctypes.c_double(arg)
+
+
+class PreparedLaunch:
+    """One kernel launch with its arguments packed once (``cuLaunchKernel`` or
+    ``cuLaunchCooperativeKernel`` through CuPy's driver bindings): a call rewrites only the
+    arguments given to :meth:`set` and starts the kernel on the current stream. For the few
+    launches of every BFS call, where packing two dozen arguments each time costs tens of µs.
+    The arrays passed are kept alive as long as the launch is. Needs a GPU."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        grid: int | Sequence[int],
+        block: int | Sequence[int],
+        args: Sequence[Any],
+        shared_mem: int = 0,
+        cooperative: bool = False,
+    ) -> None:
+        self._kernel = kernel
+        self._grid, self._block = _dim3(grid), _dim3(block)
+        self._shared_mem, self._cooperative = int(shared_mem), bool(cooperative)
+        with _device(kernel.device_id):
+            _allow_dynamic_smem(kernel, shared_mem)
+            if cooperative:
+                _check_cooperative(kernel, self._grid, self._block, shared_mem)
+        self._args = list(args)  # keeps the arrays alive
+        self._slots = [_slot(a) for a in self._args]
+        self._params = (ctypes.c_void_p * max(1, len(self._slots)))(
+            *[ctypes.addressof(v) for v in self._slots]
+        )
+
+    def set(self, index: int, arg: Any) -> None:
+        """Argument ``index`` becomes ``arg`` (of the same kind) for the following launches."""
+        slot = _slot(arg)
+        if type(slot) is not type(self._slots[index]):
+            raise TypeError(f"argument {index} changes type: {type(arg).__name__}")
+        self._slots[index].value = slot.value
+        self._args[index] = arg
+
+    def __call__(self) -> None:
+        import cupy
+        from cupy.cuda import driver
+
+        start = driver.launchCooperativeKernel if self._cooperative else driver.launchKernel
+        start(
+            self._kernel.function.ptr,
+            *self._grid,
+            *self._block,
+            self._shared_mem,
+            cupy.cuda.get_current_stream().ptr,
+            ctypes.addressof(self._params),
+            *(() if self._cooperative else (0,)),
+        )

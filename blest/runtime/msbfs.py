@@ -240,7 +240,7 @@ class MSRunner:
     def _launch(
         self, src: Any, k: int, b0: int, b1: int, levels: Any, out_first: int, sums
     ) -> float:
-        from blest.runtime.launch import launch
+        from blest.runtime.launch import PreparedLaunch
 
         ctl = self._state["ctl"]
         ctl.fill(0)
@@ -257,17 +257,18 @@ class MSRunner:
             "eta": np.float64(self.eta),
         }
         values = {**self._graph, **self._state, **run}
-        args = tuple(values[p.name] for p in ms_params())
-        t0 = time.perf_counter()
-        cooperative = self.spec.form == "grid"
-        launch(
+        start = PreparedLaunch(
             self._kernel,
             (self.grid,),
             (self.block_size,),
-            args,
+            [values[p.name] for p in ms_params()],
             shared_mem=self.shared_bytes,
-            cooperative=cooperative,
+            cooperative=self.spec.form == "grid",
         )
+        del values, run  # the launch alone holds the buffers, and only while it lives
+        t0 = time.perf_counter()
+        start()
+        del start
         ctl.get(out=self._host_ctl)  # waits for the launch
         if self._host_ctl[CTL["error"]]:
             raise EngineError(
