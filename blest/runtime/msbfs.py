@@ -240,7 +240,7 @@ class MSRunner:
     def _launch(
         self, src: Any, k: int, b0: int, b1: int, levels: Any, out_first: int, sums
     ) -> float:
-        from blest.runtime.launch import PreparedLaunch
+        from blest.runtime.launch import launch
 
         ctl = self._state["ctl"]
         ctl.fill(0)
@@ -257,18 +257,17 @@ class MSRunner:
             "eta": np.float64(self.eta),
         }
         values = {**self._graph, **self._state, **run}
-        start = PreparedLaunch(
+        args = tuple(values[p.name] for p in ms_params())
+        t0 = time.perf_counter()
+        cooperative = self.spec.form == "grid"
+        launch(
             self._kernel,
             (self.grid,),
             (self.block_size,),
-            [values[p.name] for p in ms_params()],
+            args,
             shared_mem=self.shared_bytes,
-            cooperative=self.spec.form == "grid",
+            cooperative=cooperative,
         )
-        del values, run  # the launch alone holds the buffers, and only while it lives
-        t0 = time.perf_counter()
-        start()
-        del start
         ctl.get(out=self._host_ctl)  # waits for the launch
         if self._host_ctl[CTL["error"]]:
             raise EngineError(
