@@ -1,0 +1,41 @@
+"""Host-side pieces of the multi-source runner that need no GPU: the out-adjacency the csr
+expansion reads (built by the same array calls NumPy and CuPy share), the smem form's shared
+memory size, and how launches grow."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from random_graphs import make_directed, make_power_law
+
+from blest.codegen.msspec import smem_bytes
+from blest.graph.ordering import permute_graph, rcm
+from blest.graph.prepared import Prepared
+from blest.runtime.msbfs import _next_step, _out_csr
+
+
+@pytest.mark.parametrize("make", [make_directed, make_power_law])
+def test_out_csr_is_the_reordered_out_adjacency(rng, make):
+    graph = make(rng, int(rng.integers(50, 400)))
+    perm = rcm(graph)
+    prep = Prepared.from_graph(graph, 8, perm)
+    ptr, idx = _out_csr(np, prep, np.asarray(prep.in_ptr), np.asarray(prep.in_idx))
+    want = permute_graph(graph, perm)
+    np.testing.assert_array_equal(ptr, want.out_ptr)
+    for u in range(graph.n):  # heads per tail as sets: the order within a row may differ
+        got = np.sort(idx[ptr[u] : ptr[u + 1]])
+        heads = want.out_idx[want.out_ptr[u] : want.out_ptr[u + 1]]
+        np.testing.assert_array_equal(got, np.sort(heads))
+
+
+def test_smem_bytes_counts_three_bitmaps_and_the_counts():
+    assert smem_bytes(32, 1000) == 4 * (3 * 1000 + 32)
+    assert smem_bytes(256, 1000) == 4 * (3 * 8 * 1000 + 256)
+
+
+@pytest.mark.parametrize("form", ["block", "smem"])
+def test_launches_of_per_block_forms_cover_whole_waves(form):
+    for done, seconds in [(132, 0.01), (264, 0.3), (132, 5.0)]:
+        step = _next_step(132, done, seconds, 132, form)
+        assert step >= 132 and step % 132 == 0
+    assert _next_step(1, 1, 0.001, 1, "grid") > 1  # the grid form grows one batch at a time
