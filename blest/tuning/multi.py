@@ -4,7 +4,7 @@ A candidate is an :class:`MSSpec` (sigma, kappa, form) with eta and a block size
 on the same sample of sources: windows of consecutive internal ids, as the full run takes them
 (consecutive ids are close in the graph's ordering, so a batch's BFSs share frontiers). The
 score is seconds per source; the search runs within a budget, the most promising candidates
-first (the block form only leads on deep graphs when the sample fills every SM with batches),
+first (the block form leads only on deep graphs whose real run fills every SM with batches),
 stops a candidate once it is clearly slower than the best so far, and refines eta on the best
 few.
 """
