@@ -22,7 +22,7 @@ from blest.runtime.msbfs import MSRunner
 
 
 def parse_spec(name: str) -> MSSpec:
-    m = re.fullmatch(r"ms_s(\d+)_k(\d+)_(grid|block)(_shfl|_csr)?", name)
+    m = re.fullmatch(r"ms_s(\d+)_k(\d+)_(grid|block|smem)(_shfl|_csr)?", name)
     if m is None:
         raise SystemExit(f"not a multi-source variant name: {name}")
     expand = {None: "mma", "_shfl": "shuffle", "_csr": "csr"}[m.group(4)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -63,13 +64,22 @@ class TTYRun:
 
     def finish(self, timeout: float = 60.0) -> int:
         """Wait for the exit, reading the rest of stderr; the exit status."""
-        end = time.monotonic() + timeout
-        while self.proc.poll() is None and time.monotonic() < end:
-            self._read(0.05)
+        self._read_until(time.monotonic() + timeout)
+        hung = self.proc.poll() is None
+        if hung:  # with PYTHONFAULTHANDLER=1 in its environment, SIGABRT prints every stack
+            self.proc.send_signal(signal.SIGABRT)
+            self._read_until(time.monotonic() + 5)
+            self.proc.kill()
         while select.select([self.master], [], [], 0.1)[0] and self._read(0.0):
             pass
         os.close(self.master)
-        return self.proc.wait(max(0.0, end - time.monotonic()))
+        code = self.proc.wait(5)
+        assert not hung, f"no exit within {timeout} s; its stacks: {self.err[-6000:].decode()}"
+        return code
+
+    def _read_until(self, end: float) -> None:
+        while self.proc.poll() is None and time.monotonic() < end:
+            self._read(0.05)
 
 
 def children(pid: int) -> list[int]:
@@ -119,7 +129,7 @@ def test_ctrl_c_while_compiling_exits_at_once(tmp_path):
     out.mkdir()
     config = out / "g.blest.json"
     cmd = tune_cmd(_graph(tmp_path), config, "--compile-check", "--ordering", "rcm")
-    run = TTYRun(cmd, cli_env(tmp_path))
+    run = TTYRun(cmd, cli_env(tmp_path, PYTHONFAULTHANDLER="1"))
     run.wait_for(b"compiling", timeout=60)
     deadline = time.monotonic() + 10
     while not children(run.proc.pid) and time.monotonic() < deadline:

@@ -11,6 +11,7 @@ Options: always ``-std=c++17 -arch=<sm_XX | compute_XX> -I<CCCL> -I<CUDA include
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -233,6 +234,24 @@ def _mp_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """End a compile pool at once: kill the workers (a running NVRTC call cannot be cancelled),
+    then release its call queue, whose feeder thread may be blocked writing sources into a pipe
+    that no worker reads any more; left alone, that thread would hold up the interpreter's exit
+    (``multiprocessing`` joins it at exit)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in workers:
+        proc.kill()
+    for proc in workers:
+        proc.join(timeout=1.0)
+    call_queue = getattr(pool, "_call_queue", None)
+    if call_queue is not None:
+        call_queue.cancel_join_thread()
+        with contextlib.suppress(Exception):
+            call_queue._reader.close()  # the last read end: a blocked write fails at once
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 def compile_many(
     items: Iterable[Any],
     *,
@@ -336,12 +355,7 @@ def compile_many(
                         source=resolved[i][0],
                     ) from exc
     except BaseException:
-        workers_alive = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in workers_alive:  # a running NVRTC call cannot be cancelled: end it
-            proc.kill()
-        for proc in workers_alive:
-            proc.join(timeout=1.0)
+        _stop_pool(pool)
         raise
     pool.shutdown(wait=True)
     return [r for r in results if r is not None]
