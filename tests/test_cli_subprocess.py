@@ -202,3 +202,27 @@ def test_graph_from_standard_input(tmp_path):
     want = bfs_levels(load_graph(tmp_path / "e.txt", directed=False), 1)
     assert np.array_equal(levels, want) and list(levels[:5]) == [1, 0, 1, 2, -1]
     assert b"source 1: 4 of 8 reached" in r.stderr
+
+
+def test_ctrl_c_does_not_wait_for_lingering_threads(tmp_path):
+    """A command interrupted while a thread that the interpreter would join at exit still runs
+    (here one that never ends; in blest-tune, a compile pool's helper) exits at once."""
+    code = (
+        "import argparse, os, signal, sys, threading, time\n"
+        "sys.argv = ['blest', 'x']\n"
+        "import blest.cli\n"
+        "from blest.cli.common import run\n"
+        "threading.Thread(target=threading.Event().wait).start()\n"
+        "def command(args):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(30)\n"
+        "parser = argparse.ArgumentParser(prog='blest')\n"
+        "parser.set_defaults(func=command)\n"
+        "sys.exit(run(parser, []))\n"
+    )
+    t0 = time.monotonic()
+    r = subprocess.run(
+        [sys.executable, "-c", code], env=cli_env(tmp_path), capture_output=True, timeout=60
+    )
+    assert r.returncode == 130 and time.monotonic() - t0 < 20, r
+    assert b"interrupted" in r.stderr and b"Traceback" not in r.stderr

@@ -18,6 +18,7 @@ __all__ = ["build_parser", "build_tune_parser", "main", "tune_main"]
 
 
 _PROG = ["blest"]
+_AS_PROGRAM = [False]  # set when a command line (not a program importing blest) started us
 
 
 def _quiet_exit(signum: int, _frame: object) -> None:
@@ -34,6 +35,7 @@ def _starting() -> None:
     if script not in ("blest", "blest-tune", "-m"):
         return
     _PROG[0] = script if script != "-m" else "blest"
+    _AS_PROGRAM[0] = True
     if threading.current_thread() is threading.main_thread():
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _quiet_exit)

@@ -203,6 +203,23 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
+def _stopped(status: int) -> int:
+    """The exit status after Ctrl-C, SIGTERM or SIGHUP. In a command-line process that still
+    has threads the interpreter would wait for at exit (a worker pool's helper threads, say),
+    the process ends here instead: the work is abandoned and its temporary files are already
+    gone, so waiting for those threads would only delay the exit the user asked for."""
+    from blest import cli
+
+    me = threading.current_thread()
+    waited_for = [t for t in threading.enumerate() if t is not me and not t.daemon]
+    if cli._AS_PROGRAM[0] and waited_for:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(status)
+    return status
+
+
 def _run_command(func: Callable[[argparse.Namespace], object], args: argparse.Namespace) -> int:
     status = int(func(args) or 0)
     sys.stdout.flush()  # a closed pipe shows here, not at exit
@@ -232,10 +249,10 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
             return EXIT_USER_ERROR
         except Terminated as exc:
             print(f"{prog}: terminated", file=sys.stderr)
-            return 128 + exc.signum
+            return _stopped(128 + exc.signum)
         except KeyboardInterrupt:
             print(f"{prog}: interrupted", file=sys.stderr)
-            return 128 + signal.SIGINT
+            return _stopped(128 + signal.SIGINT)
         except Exception:
             import traceback
 
