@@ -1,10 +1,27 @@
-"""The timing harness and the pruned search, independent of how engines are made.
+"""The timing harness and the search, independent of how engines are made.
 
 ``make_engine(candidate)`` returns an object with ``bfs(src, out=...)``, ``stats.traversal_ms``,
 writable ``eta`` and ``small_queue`` attributes and ``close()`` (a :class:`blest.Engine`, or a
-fake in tests). Protocol (:mod:`blest.tuning.protocol`): one warm-up traversal, then every
-source ``repeats`` times; traversal time from the engine's CUDA events; a candidate's score is
-the median over the tuning sources, held-out figures are means.
+fake in tests). Protocol (:mod:`blest.tuning.protocol`): one warm-up traversal per engine, then
+every source ``repeats`` times; traversal time from the engine's CUDA events. Scores are medians.
+
+The search runs in three stages, each within its share of the budget, so that a short budget
+trims every stage a little instead of leaving a whole part of the space untried:
+
+1. *screen* (to ``SCREEN_SHARE``): successive halving over the coarse candidates. Every candidate
+   runs on the first ``SCREEN_SOURCES`` tuning sources, in an order that interleaves geometries,
+   orderings and sigmas (:func:`~blest.tuning.space.coarse_candidates`), so a budget that ends
+   mid-round leaves a balanced sample; the faster half then runs on twice as many sources, and
+   so on, until ``top_k`` remain or every tuning source has run. Candidates are ranked on the
+   sources they all ran.
+2. *refine* (to ``REFINE_SHARE``): the leaders run on every tuning source, then their eta grid,
+   small-queue thresholds and per-level launch.
+3. *confirm* (the rest): the best configuration of each of the ``CONFIRM_K`` fastest (ordering,
+   sigma, geometry) groups runs on confirmation sources, drawn apart from the tuning and
+   held-out ones (variants of one group tend to err together on a few sources), in rounds
+   (each takes its turn; at most ``CONFIRM_ROUNDS``, fewer once one leads by more than the
+   noise). The pick is the fastest on confirmation: not the candidate that a few tuning
+   sources happened to favour.
 """
 
 from __future__ import annotations
@@ -28,8 +45,12 @@ __all__ = ["NOISE", "Timed", "measure", "Search", "relative"]
 
 #: Differences under 3% are noise (the spread of repeated timings of one variant).
 NOISE = 0.03
-#: Fractions of the budget after which the coarse pass and the refinement stop.
-COARSE_SHARE, REFINE_SHARE = 0.7, 0.9
+#: Fractions of the budget by which the screen and the refinement stop; confirmation gets the rest.
+SCREEN_SHARE, REFINE_SHARE = 0.5, 0.75
+#: Tuning sources per candidate in the screen's first round.
+SCREEN_SOURCES = 2
+#: Configurations confirmed, and the most rounds they get.
+CONFIRM_K, CONFIRM_ROUNDS = 3, 4
 
 
 @dataclass
@@ -52,6 +73,10 @@ class Timed:
     @property
     def mean_ms(self) -> float:
         return statistics.fmean(self.times_ms) if self.ok else float("inf")
+
+    def median_of_first(self, count: int) -> float:
+        """The median of the first ``count`` timings (those every compared candidate has)."""
+        return statistics.median(self.times_ms[:count]) if self.ok else float("inf")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -91,9 +116,11 @@ def relative(a: float, b: float) -> str:
 
 
 class Search:
-    """Coarse pass, then refinement of the best few, within a time budget (seconds).
+    """Screen, refine and confirm within a time budget (seconds); see the module docstring.
 
-    ``clock`` and ``make_engine`` are injectable (tests drive the search with fakes).
+    ``sources`` are the tuning sources, ``confirm_sources`` the confirmation ones (none: no
+    confirmation stage). ``clock`` and ``make_engine`` are injectable (tests drive the search
+    with fakes).
     """
 
     def __init__(
@@ -101,6 +128,7 @@ class Search:
         make_engine: Callable[[Candidate], Any],
         sources: Sequence[int],
         *,
+        confirm_sources: Sequence[int] = (),
         budget_s: float = 60.0,
         repeats: int = 1,
         top_k: int = 3,
@@ -110,14 +138,17 @@ class Search:
     ) -> None:
         self.make_engine = make_engine
         self.sources = [int(s) for s in sources]
+        self.confirm_sources = [int(s) for s in confirm_sources]
         self.budget_s = float(budget_s)
         self.repeats = int(repeats)
         self.top_k = int(top_k)
         self.per_level = per_level
         self.clock = clock
         self.progress = progress or (lambda msg: None)
-        self.results: list[Timed] = []
-        self._seen: set[Candidate] = set()
+        self.results: list[Timed] = []  # on the tuning sources, one per candidate
+        self.confirmed: list[Timed] = []  # on the confirmation sources
+        self.confirm_rounds = 0
+        self._timed: dict[Candidate, Timed] = {}
         self._start = clock()
 
     # ------------------------------------------------------------------ budget
@@ -129,16 +160,26 @@ class Search:
         return self.elapsed_s < share * self.budget_s
 
     # ------------------------------------------------------------------ timing
-    def time_group(self, cands: Sequence[Candidate], stage: str, share: float = 1.0) -> None:
-        """Time candidates that share one engine (same :attr:`Candidate.engine_key`)."""
-        todo = [c for c in cands if c not in self._seen]
+    def runs(self, c: Candidate) -> int:
+        """Tuning sources ``c`` has run on (0 if untimed or failed)."""
+        t = self._timed.get(c)
+        return len(t.times_ms) // self.repeats if t is not None and t.ok else 0
+
+    def time_group(
+        self, cands: Sequence[Candidate], stage: str, share: float = 1.0, upto: int | None = None
+    ) -> None:
+        """Run candidates that share one engine (same :attr:`Candidate.engine_key`) on the
+        tuning sources they have not run yet, up to the first ``upto`` (default: all)."""
+        upto = len(self.sources) if upto is None else min(upto, len(self.sources))
+        failed = {c for c, t in self._timed.items() if t.error is not None}
+        todo = [c for c in cands if c not in failed and self.runs(c) < upto]
         if not todo or not self._within(share):
             return
         try:  # built with the engine's default small_queue, which configure() restores
             engine = self.make_engine(replace(todo[0], small_queue=None))
         except Exception as exc:  # a candidate that cannot run is recorded, not fatal
             for c in todo:
-                self._record(Timed(c, stage, error=_describe(exc)))
+                self._record(c, stage, error=_describe(exc))
             return
         try:
             default_sq = int(engine.small_queue)
@@ -148,24 +189,35 @@ class Search:
                 self.progress(f"timing {stage} {len(self.results) + 1}: {c.label}")
                 try:
                     configure(engine, c, default_sq)
-                    self._record(Timed(c, stage, measure(engine, self.sources, self.repeats)))
+                    todo_sources = self.sources[self.runs(c) : upto]
+                    self._record(c, stage, measure(engine, todo_sources, self.repeats))
                 except Exception as exc:
-                    self._record(Timed(c, stage, error=_describe(exc)))
+                    self._record(c, stage, error=_describe(exc))
         finally:
             engine.close()
 
-    def _record(self, t: Timed) -> None:
-        self._seen.add(t.candidate)
-        self.results.append(t)
+    def _record(
+        self, c: Candidate, stage: str, times: Sequence[float] = (), error: str = ""
+    ) -> None:
+        t = self._timed.get(c)
+        if t is None:
+            t = self._timed[c] = Timed(c, stage)
+            self.results.append(t)
+        t.times_ms += list(times)
+        if error:
+            t.error = error
 
     def time_one(self, c: Candidate, stage: str, share: float = 1.0) -> Timed | None:
         self.time_group([c], stage, share)
-        return next((t for t in self.results if t.candidate == c), None)
+        return self._timed.get(c)
 
-    # ------------------------------------------------------------------ search
+    # ------------------------------------------------------------------ ranking
     def best(self, k: int, *, distinct_engines: bool = True) -> list[Timed]:
-        """The k fastest successful results (one per engine key by default)."""
-        ranked = sorted((t for t in self.results if t.ok), key=lambda t: t.median_ms)
+        """The k best successful results (one per engine key by default): those that ran on
+        more tuning sources first (they survived more halving rounds), then by median."""
+        ranked = sorted(
+            (t for t in self.results if t.ok), key=lambda t: (-len(t.times_ms), t.median_ms)
+        )
         out: list[Timed] = []
         keys: set = set()
         for t in ranked:
@@ -178,32 +230,104 @@ class Search:
                 break
         return out
 
+    # ------------------------------------------------------------------ stages
     def run(self, coarse: Sequence[Candidate], baseline: Candidate | None = None) -> list[Timed]:
-        """The whole search; returns every result (the baseline, if given, is timed first and
-        regardless of the budget)."""
+        """The whole search; returns every result on the tuning sources (the baseline, if
+        given, runs first and regardless of the budget)."""
         if baseline is not None:
             self.time_group([baseline], "paper", share=float("inf"))
-        for c in coarse:
-            if not self._within(COARSE_SHARE):
-                break
-            self.time_group([c], "coarse", COARSE_SHARE)
-        refine_share = REFINE_SHARE if self.per_level else 1.0
+        self._screen(coarse)
+        self._refine()
+        self._confirm()
+        return self.results
+
+    def _screen(self, coarse: Sequence[Candidate]) -> None:
+        """Successive halving over ``coarse`` (in its order) within SCREEN_SHARE."""
+        pool = list(dict.fromkeys(coarse))
+        count = min(SCREEN_SOURCES, len(self.sources))
+        while pool and self._within(SCREEN_SHARE):
+            for c in pool:
+                if not self._within(SCREEN_SHARE):
+                    break
+                self.time_group([c], "coarse", SCREEN_SHARE, upto=count)
+            ran = [self._timed[c] for c in pool if self.runs(c) >= count]
+            if count >= len(self.sources) or len(ran) <= self.top_k:
+                return
+            ran.sort(key=lambda t: t.median_of_first(count * self.repeats))
+            pool = [t.candidate for t in ran[: max(self.top_k, (len(ran) + 1) // 2)]]
+            count = min(2 * count, len(self.sources))
+
+    def _refine(self) -> None:
+        """The leaders on every tuning source, then their eta grid, small-queue thresholds and
+        per-level launch, within REFINE_SHARE."""
         for t in self.best(self.top_k):
-            c = t.candidate
-            self.time_group(eta_variants(c), "eta", refine_share)
+            self.time_group([t.candidate], "coarse", REFINE_SHARE)
         for t in self.best(self.top_k):
-            self.time_group(small_queue_variants(t.candidate), "small_queue", refine_share)
+            self.time_group(eta_variants(t.candidate), "eta", REFINE_SHARE)
+        for t in self.best(self.top_k):
+            self.time_group(small_queue_variants(t.candidate), "small_queue", REFINE_SHARE)
         if self.per_level:
             for t in self.best(self.top_k):
                 pl = per_level_variant(t.candidate)
                 if pl is not None:
-                    self.time_one(pl, "per_level", 1.0)
-        return self.results
+                    self.time_one(pl, "per_level", REFINE_SHARE)
+
+    def _confirm(self) -> None:
+        """The best configuration of each of the CONFIRM_K best (ordering, sigma, geometry)
+        groups on the confirmation sources, in rounds."""
+        if not self.confirm_sources:
+            return
+        full = len(self.sources) * self.repeats
+        contenders: list[Candidate] = []
+        groups: set[tuple] = set()  # one per (ordering, sigma, geometry): those err together
+        for t in self.best(len(self.results)):
+            c = t.candidate
+            group = (c.ordering, c.spec.sigma, c.block_size, c.blocks_per_sm)
+            if len(t.times_ms) == full and group not in groups and len(contenders) < CONFIRM_K:
+                groups.add(group)
+                contenders.append(c)
+        timed = {c: Timed(c, "confirm") for c in contenders}
+        for _ in range(CONFIRM_ROUNDS if len(contenders) > 1 else 1):
+            if not self._within(1.0):
+                break
+            for c in contenders:
+                if not self._within(1.0) or timed[c].error:
+                    continue
+                self.progress(f"confirming {c.label}")
+                try:
+                    engine = self.make_engine(replace(c, small_queue=None))
+                    try:
+                        configure(engine, c, int(engine.small_queue))
+                        timed[c].times_ms += measure(engine, self.confirm_sources, self.repeats)
+                    finally:
+                        engine.close()
+                except Exception as exc:
+                    timed[c].error = _describe(exc)
+            self.confirm_rounds += 1
+            if _clear_leader([t for t in timed.values() if t.ok]):
+                break
+        self.confirmed = [t for t in timed.values() if t.times_ms or t.error]
 
     def pick(self, eligible: Callable[[Candidate], bool] = lambda c: True) -> Timed | None:
-        """The fastest successful eligible result."""
+        """The fastest eligible result: on the confirmation sources where it was confirmed
+        (and not failed since), else on the tuning sources."""
+        confirmed = [
+            t
+            for t in self.confirmed
+            if t.ok and eligible(t.candidate) and self._timed[t.candidate].ok
+        ]
+        if confirmed:
+            return self._timed[min(confirmed, key=lambda t: t.median_ms).candidate]
         ok = [t for t in self.results if t.ok and eligible(t.candidate)]
         return min(ok, key=lambda t: t.median_ms) if ok else None
+
+
+def _clear_leader(timed: list[Timed]) -> bool:
+    """Whether the fastest leads every other by more than the noise."""
+    if len(timed) < 2:
+        return True
+    first, second = sorted(t.median_ms for t in timed)[:2]
+    return first * (1 + NOISE) < second
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,13 +1,14 @@
 """The tuner's search space: candidates = ordering × VariantSpec × eta × launch geometry.
 
-Pruning plan: a coarse pass over every persistent variant
-of the allowed sigmas at eta = 10 and both geometries, for every ordering; then, on the best few,
-the eta grid (switching variants), the small-queue threshold (persistent variants) and,
-budget permitting, the per-level launch.
+The coarse candidates are every persistent variant of the allowed sigmas at eta = 10, in both
+geometries, for every ordering; refinement adds, on the best few, the eta grid (switching
+variants), the small-queue threshold (persistent variants) and the per-level launch
+(:mod:`blest.tuning.search` runs the stages).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -106,15 +107,16 @@ def persistent_specs(sigmas: Iterable[int] = SIGMAS) -> list[VariantSpec]:
 
 
 def coarse_candidates(orderings: Sequence[str], sigmas: Iterable[int] = SIGMAS) -> list[Candidate]:
-    """The coarse pass: geometry-major (the default geometry first), then variant, then ordering."""
-    specs = persistent_specs(sigmas)
-    out = []
-    for block, bps in GEOMETRIES:
-        for spec in specs:
+    """The coarse pass, interleaved: one candidate of each (geometry, ordering, sigma) group in
+    turn, each group most promising first, so that any prefix is a balanced sample."""
+    groups: dict[tuple, list[Candidate]] = {}
+    for spec in persistent_specs(sigmas):
+        for block, bps in GEOMETRIES:
             for ordering in orderings:
                 eta = COARSE_ETA if spec.switching else None
-                out.append(Candidate(ordering, spec, eta, block, bps))
-    return out
+                c = Candidate(ordering, spec, eta, block, bps)
+                groups.setdefault((block, bps, ordering, spec.sigma), []).append(c)
+    return [c for row in itertools.zip_longest(*groups.values()) for c in row if c is not None]
 
 
 def eta_variants(c: Candidate) -> list[Candidate]:

@@ -42,7 +42,11 @@ def summary_lines(cfg: TunedConfig) -> list[str]:
         gpu = cfg.gpu
         name, cc = (gpu.name, gpu.compute_capability) if gpu else ("?", "?")
         t = cfg.timing
-        n_ok = sum(1 for c in t.get("candidates", []) if c.get("median_ms") is not None)
+        n_ok = sum(
+            1
+            for c in t.get("candidates", [])
+            if c.get("median_ms") is not None and c.get("stage") != "confirm"
+        )
         lines.append(
             f"tuned      on {name} (sm {cc}): {n_ok} "
             f"candidates in {t.get('elapsed_s', 0):.1f} s (budget {t.get('budget_s', 0):g} s), "
@@ -66,13 +70,21 @@ def summary_lines(cfg: TunedConfig) -> list[str]:
 
 def timing_lines(cfg: TunedConfig, limit: int = 15) -> list[str]:
     """The fastest rows of the timing table (median ms over the tuning sources)."""
-    rows = [c for c in cfg.timing.get("candidates", []) if c.get("median_ms") is not None]
-    failed = [c for c in cfg.timing.get("candidates", []) if c.get("error")]
+    every = cfg.timing.get("candidates", [])
+    rows = [c for c in every if c.get("median_ms") is not None and c.get("stage") != "confirm"]
+    confirmed = [c for c in every if c.get("median_ms") is not None and c.get("stage") == "confirm"]
+    failed = [c for c in every if c.get("error")]
     if not rows and not failed:
         return []
     rows.sort(key=lambda c: c["median_ms"])
     out = [f"timings    {len(rows)} candidates timed (fastest {min(limit, len(rows))} shown)"]
     out += [f"  {c['median_ms']:9.4f} ms  {c['stage']:<11} {c['label']}" for c in rows[:limit]]
+    if confirmed:
+        n = len(cfg.timing.get("confirmation_sources", []))
+        rounds = cfg.timing.get("confirmation_rounds", 1)
+        out.append(f"confirmed  on {n} other sources, {rounds} round(s) (median ms)")
+        confirmed.sort(key=lambda c: c["median_ms"])
+        out += [f"  {c['median_ms']:9.4f} ms  {'confirm':<11} {c['label']}" for c in confirmed]
     if failed:
         out.append(
             f"  {len(failed)} candidates failed, e.g. {failed[0]['label']}: {failed[0]['error']}"

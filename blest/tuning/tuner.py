@@ -44,6 +44,7 @@ from blest.tuning.space import Candidate, coarse_candidates, paper_candidate, pe
 __all__ = ["TuneOutcome", "split_sources", "tune", "write_tuned", "HELD_OUT", "TUNING_SOURCES"]
 
 TUNING_SOURCES = 8
+CONFIRM_SOURCES = 16
 HELD_OUT = 64
 #: top candidates (besides the pick and the paper's choice) re-timed on the held-out sources
 ORACLE_POOL = 5
@@ -74,6 +75,14 @@ def split_sources(
         return rng.choice(rest, size=min(n_tuning, rest.size), replace=False), held, None
     note = "too few vertices with out-arcs for disjoint tuning and held-out sources"
     return held[:n_tuning], held, note
+
+
+def confirmation_sources(graph: Graph, taken: np.ndarray, n: int = CONFIRM_SOURCES) -> np.ndarray:
+    """A seeded draw of ``n`` vertices with out-degree > 0 outside ``taken`` (the tuning and
+    held-out sources); empty when none are left (the search then skips confirmation)."""
+    rest = np.setdiff1d(np.flatnonzero(graph.out_degree > 0), taken)
+    rng = np.random.default_rng(SOURCE_SEED + 2)
+    return rng.choice(rest, size=min(n, rest.size), replace=False) if rest.size else rest
 
 
 def _graph_info(graph: Graph, source: str | None) -> GraphInfo:
@@ -288,6 +297,7 @@ def _tune_gpu(
     notes: list[str] = []
     tuning, held, note = split_sources(graph, n_sources)
     notes += [note] if note else []
+    confirm = confirmation_sources(graph, np.concatenate([tuning, held]))
     preps, default = _gpu_preparations(graph, sigmas, orderings, notes, progress)
     factory = EngineFactory(preps)
     try:
@@ -296,14 +306,22 @@ def _tune_gpu(
         specs = [*persistent_specs(sigmas), paper_spec(u8, False), paper_spec(u8, True)]
         compiled, compile_s = _compile_check(specs, arch, notes, progress)
         paper = _paper_baseline(factory, default, u8, tuning, progress)
-        search = Search(factory, tuning, budget_s=budget_s, repeats=repeats, progress=progress)
+        search = Search(
+            factory,
+            tuning,
+            confirm_sources=confirm,
+            budget_s=budget_s,
+            repeats=repeats,
+            progress=progress,
+        )
         search.run(coarse_candidates(list(preps), sigmas), baseline=paper)
         pick = _verified_pick(search, factory, graph, int(tuning[0]), set(sigmas), progress)
         report = _held_out(search, factory, pick, paper, held, progress)
         c = pick.candidate
         prep = preps[c.ordering]
         timing = {
-            "statistic": "median traversal ms over the tuning sources (one warm-up first)",
+            "statistic": "median traversal ms over the tuning sources (one warm-up first); "
+            "the pick: the fastest on the confirmation sources (stage confirm)",
             "tuning_sources": [int(s) for s in tuning],
             "repeats": repeats,
             "warmup": 1,
@@ -312,7 +330,9 @@ def _tune_gpu(
             "compiled": compiled,
             "compile_arch": arch,
             "compile_seconds": compile_s,
-            "candidates": [t.to_dict() for t in search.results],
+            "confirmation_sources": [int(s) for s in confirm],
+            "confirmation_rounds": search.confirm_rounds,
+            "candidates": [t.to_dict() for t in search.results + search.confirmed],
         }
         seconds = {name: p.seconds for name, p in preps.items()}
         cfg = TunedConfig(
