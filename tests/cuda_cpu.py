@@ -1,0 +1,246 @@
+"""Run a generated one-block CUDA kernel on the CPU: one OS thread per CUDA thread.
+
+For kernels that one block can run alone: the rendered source is compiled by the host C++
+compiler against a small shim (``__shared__`` becomes ``static``, ``__syncthreads`` a
+``std::barrier``, atomics GCC's ``__atomic`` builtins, ``threadIdx`` a thread-local; the warp
+intrinsics ``__shfl_sync``, ``__shfl_up_sync``, ``__shfl_down_sync``, ``__ballot_sync``,
+``__reduce_or_sync`` and ``__reduce_add_sync`` exchange values through a per-warp barrier, so
+every lane of the warp must call them together, as their full masks require on a GPU; the
+binary tensor-core MMA, ``mma.sync.aligned.m8n8k128 ... b1.and.popc``, is computed the same way
+from its fragment layout), and a generated ``main`` launches one block of ``threads``
+std::threads (a multiple of 32) over arrays read from files, or several kernels one after the
+other. A logic check of the
+CUDA code itself (its barriers, counters, queues, warp collectives and MMA packing) on machines
+without a GPU; timing means nothing here, and no other inline PTX runs (it is refused).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+SHIM = r"""
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+using std::max;
+using std::min;
+struct Dim3 { unsigned x, y, z; };
+thread_local Dim3 threadIdx = {0, 0, 0};
+static Dim3 blockIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+static std::barrier<>* block_barrier;
+static unsigned char* dynamic_smem;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __noinline__
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __shared__ static
+struct int2 { int x, y; };
+inline int2 make_int2(int x, int y) { return int2{x, y}; }
+struct int4 { int x, y, z, w; };
+inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
+inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+template <class T> inline T __ldg(const T* p) { return *p; }
+template <class T> inline T __ldcg(const T* p) {
+    T v; __atomic_load(p, &v, __ATOMIC_RELAXED); return v; }
+template <class T> inline void __stcg(T* p, T v) { __atomic_store(p, &v, __ATOMIC_RELAXED); }
+#define SEQ_CST __ATOMIC_SEQ_CST
+template <class T, class U> inline T atomicAdd(T* p, U v) {
+    return __atomic_fetch_add(p, (T)v, SEQ_CST); }
+template <class T, class U> inline T atomicOr(T* p, U v) {
+    return __atomic_fetch_or(p, (T)v, SEQ_CST); }
+template <class T, class U> inline T atomicAnd(T* p, U v) {
+    return __atomic_fetch_and(p, (T)v, SEQ_CST); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+// Warps: the 32 lanes of a warp post a value each and wait for one another (twice, so that no
+// lane overwrites its slot before every lane has read); every lane must take part, as with the
+// full masks the kernels use.
+struct WarpExchange { std::barrier<>* bar; unsigned long long slots[32]; };
+static WarpExchange* warps;
+template <class T, class F> inline auto warp_collect(T v, F f) {
+    WarpExchange& w = warps[threadIdx.x >> 5];
+    unsigned long long bits = 0;
+    std::memcpy(&bits, &v, sizeof(T));
+    w.slots[threadIdx.x & 31] = bits;
+    w.bar->arrive_and_wait();
+    auto r = f(w.slots);
+    w.bar->arrive_and_wait();
+    return r;
+}
+template <class T> inline T lane_value(const unsigned long long* s, int lane) {
+    T v; std::memcpy(&v, s + lane, sizeof(T)); return v;
+}
+template <class T> inline T __shfl_sync(unsigned, T v, int src) {
+    return warp_collect(v, [&](const unsigned long long* s) { return lane_value<T>(s, src & 31); });
+}
+template <class T> inline T __shfl_up_sync(unsigned, T v, unsigned d) {
+    const int lane = threadIdx.x & 31;
+    return warp_collect(v, [&](const unsigned long long* s) {
+        return lane >= (int)d ? lane_value<T>(s, lane - (int)d) : v; });
+}
+template <class T> inline T __shfl_down_sync(unsigned, T v, unsigned d) {
+    const int lane = threadIdx.x & 31;
+    return warp_collect(v, [&](const unsigned long long* s) {
+        return lane + (int)d < 32 ? lane_value<T>(s, lane + (int)d) : v; });
+}
+inline unsigned __ballot_sync(unsigned, int p) {
+    return warp_collect(p ? 1u : 0u, [](const unsigned long long* s) {
+        unsigned b = 0; for (int i = 0; i < 32; ++i) b |= (s[i] ? 1u : 0u) << i; return b; });
+}
+inline unsigned __reduce_or_sync(unsigned, unsigned v) {
+    return warp_collect(v, [](const unsigned long long* s) {
+        unsigned r = 0; for (int i = 0; i < 32; ++i) r |= (unsigned)s[i]; return r; });
+}
+inline unsigned __reduce_add_sync(unsigned, unsigned v) {
+    return warp_collect(v, [](const unsigned long long* s) {
+        unsigned r = 0; for (int i = 0; i < 32; ++i) r += (unsigned)s[i]; return r; });
+}
+inline void __syncwarp(unsigned = 0xffffffffu) { warps[threadIdx.x >> 5].bar->arrive_and_wait(); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+template <class T, class U> inline T atomicExch(T* p, U v) {
+    return __atomic_exchange_n(p, (T)v, SEQ_CST); }
+// mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.and.popc with a zero C: lane t holds A row
+// t/4, k-word t%4 and B column t/4, k-word t%4, and receives D[t/4][2(t%4)] and
+// D[t/4][2(t%4)+1], where D[i][j] = sum over w of popc(A[4i+w] & B[4j+w]).
+inline void mma_b1_shim(unsigned a, unsigned b, int& c0, int& c1) {
+    const unsigned long long ab = ((unsigned long long)b << 32) | a;
+    const int t = threadIdx.x & 31, i = t / 4, j = 2 * (t % 4);
+    const long long d = warp_collect(ab, [&](const unsigned long long* s) {
+        long long d0 = 0, d1 = 0;
+        for (int w = 0; w < 4; ++w) {
+            const unsigned row = (unsigned)s[4 * i + w];
+            d0 += __builtin_popcount(row & (unsigned)(s[4 * j + w] >> 32));
+            d1 += __builtin_popcount(row & (unsigned)(s[4 * (j + 1) + w] >> 32));
+        }
+        return (d1 << 32) | d0; });
+    c0 = (int)(d & 0xffffffff);
+    c1 = (int)(d >> 32);
+}
+"""
+
+
+def have_compiler() -> bool:
+    return shutil.which("g++") is not None
+
+
+def _host_source(cuda: str) -> str:
+    """The rendered CUDA source, rewritten for the shim."""
+    text = re.sub(r"extern __shared__ (\w+) (\w+)\[\];", r"\1* \2 = (\1*)dynamic_smem;", cuda)
+    text = re.sub(r'asm volatile\("mov\.u64 %0, %%globaltimer;" : "=l"\(t\)\);', "t = 0;", text)
+    text = re.sub(
+        r'asm volatile\(\s*"mma\.sync\.aligned\.m8n8k128.*?\);',
+        "mma_b1_shim(a, b, c0, c1);",
+        text,
+        flags=re.S,
+    )
+    if "asm" in re.sub(r"//[^\n]*", "", text):
+        raise ValueError("the kernel holds inline PTX this runner does not emulate")
+    return text.replace('extern "C" ', "")
+
+
+def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[str, str]]) -> str:
+    """``main(dir, threads, smem_bytes)``: every array parameter from ``dir/<name>.bin``,
+    scalars from ``dir/<name>.txt``; the kernels of ``launches`` (name, extra parameters) run
+    one after the other, one block each; arrays written back to ``dir/<name>.out``."""
+    extras = list(dict.fromkeys(p for _, extra in launches for p in extra))
+    lines = [
+        "static std::vector<char> slurp(const std::string& path) {",
+        '    FILE* f = std::fopen(path.c_str(), "rb"); std::vector<char> b;',
+        "    if (!f) return b; char c[65536]; size_t k;",
+        "    while ((k = std::fread(c, 1, sizeof c, f)) > 0) b.insert(b.end(), c, c + k);",
+        "    std::fclose(f); return b; }",
+        "static void spit(const std::string& path, const std::vector<char>& b) {",
+        '    FILE* f = std::fopen(path.c_str(), "wb"); std::fwrite(b.data(), 1, b.size(), f);',
+        "    std::fclose(f); }",
+        "int main(int argc, char** argv) {",
+        "    const std::string dir = argv[1];",
+        "    const unsigned threads = std::atoi(argv[2]);",
+        "    std::vector<unsigned char> smem(std::atol(argv[3]) + 16);",
+        "    dynamic_smem = smem.data();",
+        "    blockDim.x = threads;",
+        "    std::barrier<> bar(threads); block_barrier = &bar;",
+        "    std::vector<WarpExchange> wx((threads + 31) / 32);",
+        "    for (auto& w : wx) w.bar = new std::barrier<>(32);",
+        "    warps = wx.data();",
+    ]
+    for ctype, name in params + extras:
+        base = ctype.replace("const", "").replace("__restrict__", "").strip()
+        if base.endswith("*"):
+            lines.append(f'    std::vector<char> buf_{name} = slurp(dir + "/{name}.bin");')
+            lines.append(
+                f"    {base} {name} = buf_{name}.empty() ? nullptr : ({base})buf_{name}.data();"
+            )
+        else:
+            parse = "std::atof" if base in ("double", "float") else "std::atoll"
+            read = f'{parse}(slurp(dir + "/{name}.txt").data())'
+            lines.append(f"    {base} {name} = ({base}){read};")
+    for kernel, extra in launches:
+        names = [name for _, name in params + extra]
+        lines.append("    {")
+        lines.append("        std::vector<std::thread> pool;")
+        lines.append("        for (unsigned t = 0; t < threads; ++t) pool.emplace_back([&, t] {")
+        lines.append("            threadIdx.x = t;")
+        lines.append(f"            {kernel}({', '.join(names)});")
+        lines.append("        });")
+        lines.append("        for (auto& th : pool) th.join();")
+        lines.append("    }")
+    for ctype, name in params + extras:
+        if ctype.rstrip().endswith("*") and "const" not in ctype:
+            lines.append(f'    if (!buf_{name}.empty()) spit(dir + "/{name}.out", buf_{name});')
+    lines.append("    return 0; }")
+    return "#include <string>\n" + "\n".join(lines) + "\n"
+
+
+def build(cuda: str, kernel, params, extra, cache: Path) -> Path:
+    """Compile (once per source) the host program that runs ``kernel`` with ``params`` then
+    ``extra``; ``kernel`` may also be a list of (kernel, extra) launches, run in order (extra
+    is then ignored). Returns the program's path."""
+    launches = [(kernel, list(extra))] if isinstance(kernel, str) else list(kernel)
+    source = SHIM + _host_source(cuda) + _main(launches, list(params))
+    key = hashlib.sha256(source.encode()).hexdigest()[:16]
+    exe = cache / f"kernel-{key}"
+    if not exe.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        src = cache / f"kernel-{key}.cpp"
+        src.write_text(source)
+        tmp = cache / f"kernel-{key}.{os.getpid()}.tmp"
+        cmd = ["g++", "-std=c++20", "-O1", "-pthread", "-w", "-o", str(tmp), str(src)]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        tmp.replace(exe)
+    return exe
+
+
+def run(exe: Path, arrays: dict[str, np.ndarray], scalars: dict[str, float], threads: int,
+        smem_bytes: int, timeout: float = 120.0) -> dict[str, np.ndarray]:  # fmt: skip
+    """Run one block; returns the written-back arrays (same dtypes and shapes as given; a None
+    array is a null pointer). Scalars: Python ints, or floats for double parameters."""
+    with tempfile.TemporaryDirectory() as d:
+        for name, a in arrays.items():
+            if a is not None:
+                np.ascontiguousarray(a).tofile(os.path.join(d, f"{name}.bin"))
+        for name, v in scalars.items():
+            text = repr(float(v)) if isinstance(v, float) else str(int(v))
+            Path(d, f"{name}.txt").write_text(text + "\0")
+        subprocess.run([str(exe), d, str(threads), str(smem_bytes)], check=True, timeout=timeout)
+        out = {}
+        for name, a in arrays.items():
+            path = os.path.join(d, f"{name}.out")
+            if a is not None and os.path.exists(path):
+                out[name] = np.fromfile(path, dtype=a.dtype).reshape(a.shape)
+        return out
