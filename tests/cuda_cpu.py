@@ -165,6 +165,11 @@ def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[
         "    if (!f) return b; char c[65536]; size_t k;",
         "    while ((k = std::fread(c, 1, sizeof c, f)) > 0) b.insert(b.end(), c, c + k);",
         "    std::fclose(f); return b; }",
+        "static std::vector<char> scalar(const std::string& dir, const char* name) {",
+        '    std::vector<char> b = slurp(dir + "/" + name + ".txt");',
+        "    if (b.empty()) {",
+        '        std::fprintf(stderr, "no value for scalar %s\\n", name); std::exit(2); }',
+        "    return b; }",
         "static void spit(const std::string& path, const std::vector<char>& b) {",
         '    FILE* f = std::fopen(path.c_str(), "wb"); std::fwrite(b.data(), 1, b.size(), f);',
         "    std::fclose(f); }",
@@ -188,7 +193,7 @@ def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[
             )
         else:
             parse = "std::atof" if base in ("double", "float") else "std::atoll"
-            read = f'{parse}(slurp(dir + "/{name}.txt").data())'
+            read = f'{parse}(scalar(dir, "{name}").data())'
             lines.append(f"    {base} {name} = ({base}){read};")
     for kernel, extra in launches:
         names = [name for _, name in params + extra]
