@@ -50,9 +50,9 @@ static unsigned char* dynamic_smem;
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 #define __shared__ static
-struct int2 { int x, y; };
+struct alignas(8) int2 { int x, y; };  // CUDA aligns these as the GPU loads them
 inline int2 make_int2(int x, int y) { return int2{x, y}; }
-struct int4 { int x, y, z, w; };
+struct alignas(16) int4 { int x, y, z, w; };
 inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 template <class T> inline T __ldg(const T* p) { return *p; }
@@ -133,6 +133,10 @@ inline void mma_b1_shim(unsigned a, unsigned b, int& c0, int& c1) {
     c1 = (int)(d >> 32);
 }
 """
+
+
+#: Misaligned loads and stores abort the run, as they fault on a GPU (x86 would allow them).
+SANITIZE = ("-fsanitize=alignment", "-fno-sanitize-recover=alignment")
 
 
 def have_compiler() -> bool:
@@ -225,7 +229,7 @@ def build(cuda: str, kernel, params, extra, cache: Path) -> Path:
         src = cache / f"kernel-{key}.cpp"
         src.write_text(source)
         tmp = cache / f"kernel-{key}.{os.getpid()}.tmp"
-        cmd = ["g++", "-std=c++20", "-O1", "-pthread", "-w", "-o", str(tmp), str(src)]
+        cmd = ["g++", "-std=c++20", "-O1", "-pthread", "-w", *SANITIZE, "-o", str(tmp), str(src)]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
         tmp.replace(exe)
     return exe
