@@ -7,13 +7,15 @@ always bottom-up. The gpu-marked tests run every variant on the device."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from cuda_cpu import build, have_compiler, run
 
 from blest.codegen.contract import CTL, CTL_WORDS, SLOT_WORDS
 from blest.codegen.ms_render import MS_KERNEL, ms_params, render_ms
-from blest.codegen.msspec import MSSpec, smem_bytes
+from blest.codegen.msspec import MSSpec, ms_variants, smem_bytes
 from blest.datasets.classes import make_directed, make_disconnected, make_power_law, path_like
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
@@ -23,6 +25,7 @@ from blest.runtime.msbfs import _out_csr as out_csr
 pytestmark = pytest.mark.skipif(not have_compiler(), reason="needs g++")
 
 THREADS = 64
+#: BLEST_CPU_KERNELS=all runs every variant at sigma 8 (28, several minutes) instead of these.
 SPECS = [
     MSSpec(8, 32, "grid", "mma"),
     MSSpec(16, 64, "block", "shuffle"),
@@ -32,6 +35,8 @@ SPECS = [
     MSSpec(8, 64, "smem", "csr"),
     MSSpec(32, 32, "block", "mma"),
 ]
+if os.environ.get("BLEST_CPU_KERNELS") == "all":
+    SPECS = list(ms_variants(sigma=8))
 
 
 @pytest.fixture(scope="module")

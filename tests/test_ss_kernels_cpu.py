@@ -8,13 +8,15 @@ tests run every variant on the device."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from cuda_cpu import build, have_compiler, run
 
 from blest.codegen.contract import CTL, CTL_WORDS, frontier_buffers, queue_buffers
 from blest.codegen.render import graph_params, kernel_names, render, state_params
-from blest.codegen.spec import VariantSpec
+from blest.codegen.spec import VariantSpec, variants
 from blest.datasets.classes import make_directed, make_disconnected, make_power_law, path_like
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
@@ -22,6 +24,7 @@ from blest.reference import bfs_levels
 pytestmark = pytest.mark.skipif(not have_compiler(), reason="needs g++")
 
 THREADS = 128
+#: BLEST_CPU_KERNELS=all runs every persistent variant (40, a few minutes) instead of these.
 SPECS = [
     VariantSpec(sigma=8, update="lazy", dirty_sets=False, queue="vss", switching=True),
     VariantSpec(sigma=4, update="lazy", dirty_sets=True, queue="sweep", switching=True),
@@ -29,6 +32,8 @@ SPECS = [
     VariantSpec(sigma=32, update="eager", queue="vss", switching=False),
     VariantSpec(sigma=8, update="eager", queue="sweep", switching=False),
 ]
+if os.environ.get("BLEST_CPU_KERNELS") == "all":
+    SPECS = list(variants(launch="persistent"))
 
 
 @pytest.fixture(scope="module")
