@@ -11,7 +11,6 @@ Options: always ``-std=c++17 -arch=<sm_XX | compute_XX> -I<CCCL> -I<CUDA include
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import multiprocessing
 import os
@@ -236,9 +235,9 @@ def _mp_context() -> multiprocessing.context.BaseContext:
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
     """End a compile pool at once: kill the workers (a running NVRTC call cannot be cancelled),
-    then release its call queue, whose feeder thread may be blocked writing sources into a pipe
-    that no worker reads any more; left alone, that thread would hold up the interpreter's exit
-    (``multiprocessing`` joins it at exit)."""
+    and let nothing wait for the call queue's feeder thread, which may be blocked writing
+    sources into a pipe that no worker reads any more (the pool's manager thread and, at exit,
+    ``multiprocessing`` would join it)."""
     workers = list((getattr(pool, "_processes", None) or {}).values())
     for proc in workers:
         proc.kill()
@@ -247,8 +246,6 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
     call_queue = getattr(pool, "_call_queue", None)
     if call_queue is not None:
         call_queue.cancel_join_thread()
-        with contextlib.suppress(Exception):
-            call_queue._reader.close()  # the last read end: a blocked write fails at once
     pool.shutdown(wait=False, cancel_futures=True)
 
 
