@@ -11,6 +11,7 @@ Options: always ``-std=c++17 -arch=<sm_XX | compute_XX> -I<CCCL> -I<CUDA include
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -237,7 +238,9 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
     """End a compile pool at once: kill the workers (a running NVRTC call cannot be cancelled),
     and let nothing wait for the call queue's feeder thread, which may be blocked writing
     sources into a pipe that no worker reads any more (the pool's manager thread and, at exit,
-    ``multiprocessing`` would join it)."""
+    ``multiprocessing`` would join it). The manager thread closes the pipe's read end when it
+    sees the workers gone; only if it has not ended half a second later is the read end closed
+    here (closing it from both threads at once races on the descriptor)."""
     workers = list((getattr(pool, "_processes", None) or {}).values())
     for proc in workers:
         proc.kill()
@@ -247,6 +250,12 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
     if call_queue is not None:
         call_queue.cancel_join_thread()
     pool.shutdown(wait=False, cancel_futures=True)
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None and call_queue is not None:
+        manager.join(timeout=0.5)  # it sees the dead workers and closes the queue's read end
+        if manager.is_alive():  # stuck behind the blocked feeder: free the pipe ourselves
+            with contextlib.suppress(OSError):
+                call_queue._reader.close()
 
 
 def compile_many(
