@@ -42,11 +42,7 @@ def summary_lines(cfg: TunedConfig) -> list[str]:
         gpu = cfg.gpu
         name, cc = (gpu.name, gpu.compute_capability) if gpu else ("?", "?")
         t = cfg.timing
-        n_ok = sum(
-            1
-            for c in t.get("candidates", [])
-            if c.get("median_ms") is not None and c.get("stage") != "confirm"
-        )
+        n_ok = len(_timed_rows(cfg, confirm=False))
         lines.append(
             f"tuned      on {name} (sm {cc}): {n_ok} "
             f"candidates in {t.get('elapsed_s', 0):.1f} s (budget {t.get('budget_s', 0):g} s), "
@@ -70,10 +66,8 @@ def summary_lines(cfg: TunedConfig) -> list[str]:
 
 def timing_lines(cfg: TunedConfig, limit: int = 15) -> list[str]:
     """The fastest rows of the timing table (median ms over the tuning sources)."""
-    every = cfg.timing.get("candidates", [])
-    rows = [c for c in every if c.get("median_ms") is not None and c.get("stage") != "confirm"]
-    confirmed = [c for c in every if c.get("median_ms") is not None and c.get("stage") == "confirm"]
-    failed = [c for c in every if c.get("error")]
+    rows, confirmed = _timed_rows(cfg, confirm=False), _timed_rows(cfg, confirm=True)
+    failed = [c for c in cfg.timing.get("candidates", []) if c.get("error")]
     if not rows and not failed:
         return []
     rows.sort(key=lambda c: c["median_ms"])
@@ -90,3 +84,9 @@ def timing_lines(cfg: TunedConfig, limit: int = 15) -> list[str]:
             f"  {len(failed)} candidates failed, e.g. {failed[0]['label']}: {failed[0]['error']}"
         )
     return out
+
+
+def _timed_rows(cfg: TunedConfig, *, confirm: bool) -> list[dict]:
+    """Timed rows of the table: on the confirmation sources, or on the tuning sources."""
+    timed = [c for c in cfg.timing.get("candidates", []) if c.get("median_ms") is not None]
+    return [c for c in timed if (c.get("stage") == "confirm") == confirm]

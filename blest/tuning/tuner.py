@@ -63,16 +63,24 @@ def _quiet(msg: str) -> None:
     pass
 
 
+def _draw_active(graph: Graph, taken: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """A seeded draw of up to ``n`` vertices with out-degree > 0 outside ``taken`` (empty when
+    none are left)."""
+    rest = np.setdiff1d(np.flatnonzero(graph.out_degree > 0), taken)
+    if not rest.size:
+        return rest
+    return np.random.default_rng(seed).choice(rest, size=min(n, rest.size), replace=False)
+
+
 def split_sources(
     graph: Graph, n_tuning: int = TUNING_SOURCES, n_held: int = HELD_OUT
 ) -> tuple[np.ndarray, np.ndarray, str | None]:
     """(tuning, held-out, note): held-out = the protocol's sources; tuning = a seeded draw
     from the other vertices with out-degree > 0 (overlapping only when there are none left)."""
     held = timing_sources(graph, n_held)
-    rest = np.setdiff1d(np.flatnonzero(graph.out_degree > 0), held)
-    rng = np.random.default_rng(SOURCE_SEED + 1)
-    if rest.size:
-        return rng.choice(rest, size=min(n_tuning, rest.size), replace=False), held, None
+    tuning = _draw_active(graph, held, n_tuning, SOURCE_SEED + 1)
+    if tuning.size:
+        return tuning, held, None
     note = "too few vertices with out-arcs for disjoint tuning and held-out sources"
     return held[:n_tuning], held, note
 
@@ -80,9 +88,7 @@ def split_sources(
 def confirmation_sources(graph: Graph, taken: np.ndarray, n: int = CONFIRM_SOURCES) -> np.ndarray:
     """A seeded draw of ``n`` vertices with out-degree > 0 outside ``taken`` (the tuning and
     held-out sources); empty when none are left (the search then skips confirmation)."""
-    rest = np.setdiff1d(np.flatnonzero(graph.out_degree > 0), taken)
-    rng = np.random.default_rng(SOURCE_SEED + 2)
-    return rng.choice(rest, size=min(n, rest.size), replace=False) if rest.size else rest
+    return _draw_active(graph, taken, n, SOURCE_SEED + 2)
 
 
 def _graph_info(graph: Graph, source: str | None) -> GraphInfo:
