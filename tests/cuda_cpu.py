@@ -139,6 +139,19 @@ inline void mma_b1_shim(unsigned a, unsigned b, int& c0, int& c1) {
 SANITIZE = ("-fsanitize=alignment", "-fno-sanitize-recover=alignment")
 
 
+def small_zoo(rng: np.random.Generator, n: int) -> dict:
+    """Small graphs of the classes the kernels must handle, sized for CPU runs: power-law (n
+    vertices), directed and disconnected (5n/6), deep (2n/3, hundreds of levels)."""
+    from blest.datasets.classes import make_directed, make_disconnected, make_power_law, path_like
+
+    return {
+        "power_law": make_power_law(rng, n),
+        "directed": make_directed(rng, 5 * n // 6),
+        "disconnected": make_disconnected(rng, 5 * n // 6),
+        "deep": path_like(rng, 2 * n // 3),
+    }
+
+
 def have_compiler() -> bool:
     return shutil.which("g++") is not None
 

@@ -11,12 +11,11 @@ import os
 
 import numpy as np
 import pytest
-from cuda_cpu import build, have_compiler, run
+from cuda_cpu import build, have_compiler, run, small_zoo
 
 from blest.codegen.contract import CTL, CTL_WORDS, SLOT_WORDS
 from blest.codegen.ms_render import MS_KERNEL, ms_params, render_ms
 from blest.codegen.msspec import MSSpec, ms_variants, smem_bytes
-from blest.datasets.classes import make_directed, make_disconnected, make_power_law, path_like
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
 from blest.reference.centrality import source_sums
@@ -96,13 +95,7 @@ def run_batches(exe, spec: MSSpec, prep: Prepared, sources, eta: float):
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_levels_and_sums(programs, rng, spec):
-    graphs = {
-        "power_law": make_power_law(rng, 300),
-        "directed": make_directed(rng, 250),
-        "disconnected": make_disconnected(rng, 250),
-        "deep": path_like(rng, 200),
-    }
-    for name, graph in graphs.items():
+    for name, graph in small_zoo(rng, 300).items():
         prep = Prepared.from_graph(graph, spec.sigma)
         for eta in (0.0, 2.0, 1e9):
             sources = rng.integers(0, graph.n, int(rng.integers(2, spec.kappa + 9)))

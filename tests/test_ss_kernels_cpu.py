@@ -12,12 +12,11 @@ import os
 
 import numpy as np
 import pytest
-from cuda_cpu import build, have_compiler, run
+from cuda_cpu import build, have_compiler, run, small_zoo
 
 from blest.codegen.contract import CTL, CTL_WORDS, frontier_buffers, queue_buffers
 from blest.codegen.render import graph_params, kernel_names, render, state_params
 from blest.codegen.spec import VariantSpec, variants
-from blest.datasets.classes import make_directed, make_disconnected, make_power_law, path_like
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
 
@@ -86,13 +85,7 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_levels_match_scipy(programs, rng, spec):
-    graphs = {
-        "power_law": make_power_law(rng, 400),
-        "directed": make_directed(rng, 300),
-        "disconnected": make_disconnected(rng, 300),
-        "deep": path_like(rng, 240),
-    }
-    for name, graph in graphs.items():
+    for name, graph in small_zoo(rng, 360).items():
         prep = Prepared.from_graph(graph, spec.sigma)
         for eta, small in ((2.0, 0), (1e9, 0), (0.0, 16)):
             src = int(rng.choice(np.flatnonzero(graph.out_degree > 0)))
