@@ -4,13 +4,18 @@
         luxembourg_osm musae_facebook --sources 256
     python3 benchmarks/bench_msbfs.py closeness --graphs luxembourg_osm musae_facebook \\
         twitch_FR wiki_chameleon --networkit
+    python3 benchmarks/bench_msbfs.py sweep --graphs luxembourg_osm --forms queue \\
+        --kappas 1 2 4 8 --blocks 128 256 1024
 
 per-source: the best single-source whole call (``bfs(src, out="device")``, a few strong variants)
 against the best multi-source run writing every source's levels to the device, per source, on
 the protocol's 256 sources. closeness: exact closeness of every vertex (the multi-source search
 picks the variant on a sample, then the full run is timed) beside NetworKit's exact closeness
 (generalized variant, 16 threads) on the same graph, with the largest relative difference of
-the scores. Results go to --out as JSON; a table is printed last.
+the scores. sweep: the whole closeness call of every vertex with each given (form, kappa,
+block size), scores checked against the CPU reference on 16 vertices, and the engine's own
+call split into the runner's run and the rest. Results go to --out as JSON; a table is
+printed last.
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ from pathlib import Path
 import numpy as np
 from graphs import anchor_graph
 
+from blest.codegen.msspec import MSSpec
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_SIGMA, JACCARD_WINDOW
 from blest.graph.classify import default_ordering
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
+from blest.reference.centrality import closeness_from_sums, source_sums
 from blest.runtime.engine import Engine
 from blest.runtime.msbfs import MSRunner
 from blest.runtime.ordering import compute_ordering
@@ -187,17 +194,73 @@ def closeness(names: list[str], budget: float, with_nk: bool) -> list[dict]:
     return rows
 
 
+def sweep(names: list[str], forms, kappas, blocks, eta: float, reps: int) -> list[dict]:
+    """Whole closeness calls of every vertex, one engine per (form, kappa, block size)."""
+    rows = []
+    for name in names:
+        p = Prepare(name)
+        g = p.graph
+        check = np.random.default_rng(1).choice(g.n, min(16, g.n), replace=False)
+        want = closeness_from_sums(source_sums(g, check, reverse=g.directed), g.n)
+        for form in forms:
+            for kappa in kappas:
+                expand = "csr" if form in ("queue", "smem", "block") else "shuffle"
+                try:
+                    spec = MSSpec(DEFAULT_SIGMA, kappa, form, expand)
+                except Exception:
+                    continue  # not a variant (kappa outside the form's range)
+                for block in blocks:
+                    row = {"graph": name, "n": g.n, "arcs": g.nnz, "variant": spec.name,
+                           "block": block}  # fmt: skip
+                    try:
+                        with Engine(p(DEFAULT_SIGMA), VariantSpec(DEFAULT_SIGMA)) as eng:
+                            eng.configure_multi_source(spec, eta=eta, block_size=block)
+                            runner = eng.ms_runner(reverse=g.directed)
+                            eng.closeness(check)  # warm: module, launch packing
+                            walls = []
+                            for _ in range(reps):
+                                t0 = time.perf_counter()
+                                scores = eng.closeness()
+                                walls.append(time.perf_counter() - t0)
+                            t0 = time.perf_counter()
+                            runner.source_sums(None)
+                            run_s = time.perf_counter() - t0
+                            ok = np.allclose(scores[check], want, rtol=1e-12, atol=0)
+                            row.update(blest_s=min(walls), walls=walls, run_s=run_s, ok=bool(ok))
+                            row.update(grid=runner.grid, memory=runner.memory_summary())
+                    except Exception as exc:  # a variant that cannot run here is reported
+                        row.update(error=f"{type(exc).__name__}: {exc}"[:200])
+                    rows.append(row)
+                    if "error" in row:
+                        print(f"{name} {spec.name} b{block}: {row['error']}", flush=True)
+                    else:
+                        print(
+                            f"{name} {spec.name} b{block}: whole call {row['blest_s'] * 1e3:.3f}"
+                            f" ms (runner {run_s * 1e3:.3f} ms, grid {row['grid']}) "
+                            f"{'ok' if row['ok'] else 'WRONG'}",
+                            flush=True,
+                        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("mode", choices=("per-source", "closeness"))
+    ap.add_argument("mode", choices=("per-source", "closeness", "sweep"))
     ap.add_argument("--graphs", nargs="+", required=True)
     ap.add_argument("--sources", type=int, default=256)
     ap.add_argument("--budget", type=float, default=30.0, help="multi-source search seconds")
     ap.add_argument("--networkit", action="store_true")
     ap.add_argument("--out", default="bench-out")
+    ap.add_argument("--forms", nargs="+", default=["queue"], help="sweep: forms")
+    ap.add_argument("--kappas", nargs="+", type=int, default=[1, 2, 4, 8], help="sweep: kappa")
+    ap.add_argument("--blocks", nargs="+", type=int, default=[256], help="sweep: block sizes")
+    ap.add_argument("--eta", type=float, default=0.0, help="sweep: eta")
+    ap.add_argument("--reps", type=int, default=3, help="sweep: whole calls timed (best kept)")
     args = ap.parse_args(argv)
     if args.mode == "per-source":
         rows = per_source(args.graphs, args.sources, args.budget)
+    elif args.mode == "sweep":
+        rows = sweep(args.graphs, args.forms, args.kappas, args.blocks, args.eta, args.reps)
     else:
         rows = closeness(args.graphs, args.budget, args.networkit)
     out = Path(args.out)

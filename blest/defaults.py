@@ -10,6 +10,7 @@ __all__ = [
     "SIGMAS",
     "DEFAULT_SIGMA",
     "KAPPAS",
+    "QUEUE_KAPPAS",
     "DEFAULT_KAPPA",
     "DEFAULT_ETA",
     "JACCARD_WINDOW",
@@ -27,6 +28,8 @@ SIGMAS: tuple[int, ...] = (4, 8, 16, 32)
 DEFAULT_SIGMA = 8
 #: BFSs per multi-source batch the generator supports.
 KAPPAS: tuple[int, ...] = (32, 64, 128, 256)
+#: BFSs per batch of the multi-source queue form (visited bits of every vertex in shared memory).
+QUEUE_KAPPAS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 #: The multi-source width used when a config was tuned for single-source BFS only.
 DEFAULT_KAPPA = 64
 #: Switching constant: a level runs bottom-up when #unvisited < eta * |Q| (the paper's value

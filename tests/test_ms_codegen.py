@@ -12,8 +12,8 @@ from blest.errors import ArgumentError
 
 def test_variant_space_is_complete_and_named_uniquely():
     specs = list(ms_variants())
-    # sigma x kappa x (grid and block with any expansion, smem with csr only)
-    assert len(specs) == 4 * 4 * (2 * 3 + 1)
+    # sigma x (kappa x (grid and block with any expansion, smem with csr only) + queue kappa)
+    assert len(specs) == 4 * (4 * (2 * 3 + 1) + 6)
     assert len({s.name for s in specs}) == len(specs)
     assert {s.form for s in ms_variants(form="block")} == {"block"}
     with pytest.raises(ArgumentError):
@@ -21,6 +21,12 @@ def test_variant_space_is_complete_and_named_uniquely():
     assert {s.expand for s in ms_variants(form="smem")} == {"csr"}
     with pytest.raises(ArgumentError, match="csr"):
         MSSpec(8, 32, "smem", "mma")
+    assert {s.kappa for s in ms_variants(form="queue")} == {1, 2, 4, 8, 16, 32}
+    assert {s.expand for s in ms_variants(form="queue")} == {"csr"}
+    with pytest.raises(ArgumentError, match="kappa"):
+        MSSpec(8, 64, "queue", "csr")
+    with pytest.raises(ArgumentError, match="kappa"):
+        MSSpec(8, 4, "block", "csr")
 
 
 @pytest.mark.parametrize(
@@ -49,6 +55,7 @@ def test_rendering_is_deterministic_and_specific():
         assert ("slot_hits(mask, alpha" in src) == (spec.expand == "mma")
         assert ("g.out_idx + e" in src) == (spec.expand == "csr")
         assert ("push_sets(g, bt.queue" in src) == (spec.expand != "csr")
+        assert ("queue_expand(g, vis" in src) == (spec.form == "queue")
         for p in ms_params():  # every kernel parameter is declared, in order
             assert f" {p.name}" in src
 

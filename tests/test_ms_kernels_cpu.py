@@ -1,7 +1,8 @@
 """The multi-source kernels run on the CPU (tests/cuda_cpu.py), one block of 64 threads, with
-warp collectives and the binary MMA emulated: every form (grid, block, smem) and expansion
-(mma, shuffle, csr) at kappa 32 and 64, buffers laid out as the runner lays them out for one
-slot. Levels against SciPy and the sums bit for bit against the CPU reference, on directed,
+warp collectives and the binary MMA emulated: every form (grid, block, smem, queue) and expansion
+(mma, shuffle, csr) at kappa 32 and 64 (the queue form at 1 to 32, its queues wholly in shared
+memory, wholly in global memory, or spilling), buffers laid out as the runner lays them out for
+one slot. Levels against SciPy and the sums bit for bit against the CPU reference, on directed,
 undirected, disconnected and deep graphs, with repeated sources, eta never, sometimes and
 always bottom-up. The gpu-marked tests run every variant on the device."""
 
@@ -15,7 +16,7 @@ from cuda_cpu import build, have_compiler, run, small_zoo
 
 from blest.codegen.contract import CTL, CTL_WORDS, SLOT_WORDS
 from blest.codegen.ms_render import MS_KERNEL, ms_params, render_ms
-from blest.codegen.msspec import MSSpec, ms_variants, smem_bytes
+from blest.codegen.msspec import MSSpec, ms_variants, queue_capacity, shared_bytes
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
 from blest.reference.centrality import source_sums
@@ -33,6 +34,9 @@ SPECS = [
     MSSpec(32, 64, "grid", "csr"),
     MSSpec(8, 64, "smem", "csr"),
     MSSpec(32, 32, "block", "mma"),
+    MSSpec(8, 1, "queue", "csr"),
+    MSSpec(8, 4, "queue", "csr"),
+    MSSpec(8, 32, "queue", "csr"),
 ]
 if os.environ.get("BLEST_CPU_KERNELS") == "all":
     SPECS = list(ms_variants(sigma=8))
@@ -45,7 +49,7 @@ def programs(tmp_path_factory):
     return {spec: build(render_ms(spec), MS_KERNEL, params, [], cache) for spec in SPECS}
 
 
-def run_batches(exe, spec: MSSpec, prep: Prepared, sources, eta: float):
+def run_batches(exe, spec: MSSpec, prep: Prepared, sources, eta: float, smem_queue: int = 0):
     """Every batch of ``sources`` in one launch of one block (one slot); levels and sums."""
     b, n, k = prep.bvss, prep.n, len(sources)
     rho = b.n_slice_sets
@@ -68,13 +72,15 @@ def run_batches(exe, spec: MSSpec, prep: Prepared, sources, eta: float):
     }
     if spec.expand == "csr":
         arrays["out_ptr"], arrays["out_idx"] = out_csr(np, prep, in_ptr, in_idx)
-    smem = 0
-    if spec.form == "smem":
-        smem = smem_bytes(spec.kappa, n)
+    smem = shared_bytes(spec, n, smem_queue)
+    if spec.form in ("smem", "queue"):
         for name in ("visited", "frontier", "next", "touched", "queued", "cnt"):
             arrays[name] = np.zeros(1, dtype=np.uint32)
         arrays.update(lists=np.zeros(1, np.int32), queue=np.zeros(2, np.int32),
                       slot_ctl=np.zeros(1, np.uint64))  # fmt: skip
+        if spec.form == "queue":  # the global queues, poisoned
+            cap = queue_capacity(spec.kappa, n)
+            arrays["queue"] = np.full(2 * 2 * cap, 0x5A5A5A5A, np.int32)
     else:  # poisoned where the kernel must clear before use
         arrays.update(
             visited=np.full(words, 0xDEADBEEF, np.uint32),
@@ -89,7 +95,7 @@ def run_batches(exe, spec: MSSpec, prep: Prepared, sources, eta: float):
         )
     scalars = {"n": n, "rho": rho, "n_vss": b.n_vss, "dirty_words": dirty, "n_sources": k,
                "batch_first": 0, "batch_last": -(-k // spec.kappa), "out_first": 0,
-               "eta": float(eta)}  # fmt: skip
+               "eta": float(eta), "smem_queue": smem_queue}  # fmt: skip
     return run(exe, arrays, scalars, THREADS, smem)
 
 
@@ -100,7 +106,8 @@ def test_levels_and_sums(programs, rng, spec):
         for eta in (0.0, 2.0, 1e9):
             sources = rng.integers(0, graph.n, int(rng.integers(2, spec.kappa + 9)))
             sources[1] = sources[0]  # a repeat
-            out = run_batches(programs[spec], spec, prep, sources, eta)
+            smem_queue = int(rng.choice([0, 3, 10_000])) if spec.form == "queue" else 0
+            out = run_batches(programs[spec], spec, prep, sources, eta, smem_queue)
             assert out["ctl"][CTL["error"]] == 0
             for i, s in enumerate(sources):
                 want = bfs_levels(graph, int(s))

@@ -49,7 +49,7 @@ def _sources(rng, graph, k):
 
 def _random_spec(rng, sigma=8, form=None) -> MSSpec:
     """A valid variant drawn at random (``form`` fixed when given)."""
-    forms = ("grid", "block", "smem") if form is None else (form,)
+    forms = ("grid", "block", "smem", "queue") if form is None else (form,)
     specs = [s for s in ms_variants(sigma=sigma) if s.form in forms]
     return specs[int(rng.integers(len(specs)))]
 
@@ -65,7 +65,7 @@ def test_bfs_many_matches_scipy(zoo, kappa, form, expand):
         spec = MSSpec(sigma, kappa, form, expand)
         block = int(rng.choice([64, 256]))
         with _engine(graph, sigma, spec=spec, eta=eta, block_size=block) as eng:
-            k = int(rng.integers(1, 3 * kappa))
+            k = int(rng.integers(1, 3 * max(kappa, 16)))
             srcs = _sources(rng, graph, k)
             out = np.full((k, graph.n), POISON, dtype=np.int32)
             got = eng.bfs_many(srcs, out=out)
@@ -75,7 +75,7 @@ def test_bfs_many_matches_scipy(zoo, kappa, form, expand):
                 np.testing.assert_array_equal(got[i], want, err_msg=f"{spec.name} {name} {s}")
 
 
-@pytest.mark.parametrize("form", ["grid", "block", "smem"])
+@pytest.mark.parametrize("form", ["grid", "block", "smem", "queue"])
 def test_sums_bit_identical_to_cpu(zoo, form):
     rng, graphs = zoo
     for name, graph in graphs.items():
@@ -92,7 +92,9 @@ def test_reordered_graph_and_slot_reuse(zoo):
     graph = path_like(rng, 3000)  # hundreds of levels
     perm = rcm(graph)
     srcs = rng.integers(0, graph.n, 200)
-    for spec in (MSSpec(8, 32, "block"), MSSpec(32, 64, "grid"), MSSpec(8, 64, "smem", "csr")):
+    specs = (MSSpec(8, 32, "block"), MSSpec(32, 64, "grid"), MSSpec(8, 64, "smem", "csr"),
+             MSSpec(8, 4, "queue", "csr"))  # fmt: skip
+    for spec in specs:
         eng = _engine(graph, spec.sigma, perm, spec=spec)
         eng.ms_runner()  # a block or smem runner with two slots: batches reuse slots
         if spec.form != "grid":

@@ -46,10 +46,11 @@ def ms_state_params() -> list[KernelParam]:
         KernelParam("u32*", "touched", "slots * rho * SIGMA / 32: bit getVI(v) = v touched"),
         KernelParam("u32*", "queued", "slots * 2 * dirty_words: bit s = set s queued"),
         KernelParam("int*", "lists", "slots * 5 * n: touched (2), then frontier (3) vertices"),
-        KernelParam("int2*", "queue", "slots * 2 * n_vss"),
+        KernelParam("int2*", "queue", "slots * 2 * n_vss (queue form: 2 * (n * KAPPA + KAPPA))"),
         KernelParam("u64*", "slot_ctl", "slots * SLOT_WORDS"),
         KernelParam("u32*", "cnt", "slots * 2 * KAPPA"),
         KernelParam("u32*", "ctl", "CTL_WORDS, zeroed before each launch"),
+        KernelParam("int", "smem_queue", "queue form: entries of each queue in shared memory"),
     ]
 
 

@@ -3,13 +3,17 @@
 Axes (docs/variants.md):
 
 * ``sigma`` - slice width of the BVSS (4, 8, 16, 32), as for single-source BFS.
-* ``kappa`` - BFSs per batch (32, 64, 128, 256): every vertex holds kappa/32 32-bit chunks of
-  frontier, visited and next-frontier bits.
+* ``kappa`` - BFSs per batch (32, 64, 128, 256; the queue form 1, 2, 4, 8, 16, 32): every vertex
+  holds kappa/32 32-bit chunks of frontier, visited and next-frontier bits (the queue form:
+  kappa visited bits).
 * ``form`` - ``grid``: one batch at a time over the whole (cooperative) grid, grid barriers
   between the stages; ``block``: every thread block runs batches of its own, block barriers
   only (for deep graphs, where a grid barrier per level costs more than the level); ``smem``:
   as ``block``, with the batch's whole state (visited and two frontiers, kappa bits per
-  vertex) in the block's shared memory, for small graphs (with ``expand="csr"`` only).
+  vertex) in the block's shared memory, for small graphs (with ``expand="csr"`` only);
+  ``queue``: one batch per block with kappa <= 32 visited bits per vertex in shared memory and
+  the frontier a queue of (vertex, BFS bits) entries, for deep graphs whose BFSs reach few
+  vertices per level (``expand="csr"`` only).
 * ``expand`` - how a queued VSS finds the rows the batch reaches: ``mma``, the paper's Alg. 5
   (per active BFS, a warp ballot rebuilds its sigma-bit frontier word and the binary MMA tests
   every slot against it); ``shuffle``, on CUDA cores (each nonzero KAPPA-bit frontier word of
@@ -31,19 +35,38 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from blest.defaults import DEFAULT_KAPPA, DEFAULT_SIGMA, KAPPAS, SIGMAS
+from blest.defaults import DEFAULT_KAPPA, DEFAULT_SIGMA, KAPPAS, QUEUE_KAPPAS, SIGMAS
 from blest.errors import ArgumentError
 
-__all__ = ["MSSpec", "ms_variants", "smem_bytes", "MS_SPEC_FORMAT"]
+__all__ = [
+    "MSSpec",
+    "ms_variants",
+    "smem_bytes",
+    "queue_smem_bytes",
+    "queue_capacity",
+    "shared_bytes",
+    "MS_SPEC_FORMAT",
+]
 
 MS_SPEC_FORMAT = 1
 
 _CHOICES: dict[str, tuple] = {
     "sigma": SIGMAS,
-    "kappa": KAPPAS,
-    "form": ("grid", "block", "smem"),
+    "kappa": tuple(sorted(set(KAPPAS) | set(QUEUE_KAPPAS))),
+    "form": ("grid", "block", "smem", "queue"),
     "expand": ("mma", "shuffle", "csr"),
 }
+
+
+def _invalid(choice: dict[str, Any]) -> str | None:
+    """Why a combination of valid axis values is not a variant (None: it is one)."""
+    form, kappa, expand = choice["form"], choice["kappa"], choice["expand"]
+    if form in ("smem", "queue") and expand != "csr":
+        return f"MSSpec form {form!r} walks out-arcs: it needs expand='csr'"
+    kappas = QUEUE_KAPPAS if form == "queue" else KAPPAS
+    if kappa not in kappas:
+        return f"MSSpec form {form!r} runs kappa in {kappas}, got {kappa}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -61,8 +84,9 @@ class MSSpec:
             allowed = _CHOICES[f.name]
             if value not in allowed or type(value) is not type(allowed[0]):
                 raise ArgumentError(f"MSSpec.{f.name} must be one of {allowed}, got {value!r}")
-        if self.form == "smem" and self.expand != "csr":
-            raise ArgumentError("MSSpec form 'smem' walks out-arcs: it needs expand='csr'")
+        why = _invalid(asdict(self))
+        if why:
+            raise ArgumentError(why)
 
     @property
     def theta(self) -> int:
@@ -76,8 +100,8 @@ class MSSpec:
 
     @property
     def chunks(self) -> int:
-        """32-bit words per vertex and bitmap (kappa / 32)."""
-        return self.kappa // 32
+        """32-bit words per vertex and bitmap (kappa / 32; 1 for the queue form's kappa < 32)."""
+        return max(1, self.kappa // 32)
 
     @property
     def name(self) -> str:
@@ -115,7 +139,7 @@ def ms_variants(**fixed: Any) -> Iterator[MSSpec]:
     axes = {k: ((fixed[k],) if k in fixed else v) for k, v in _CHOICES.items()}
     for combo in itertools.product(*axes.values()):
         choice = dict(zip(axes, combo, strict=True))
-        if choice["form"] == "smem" and choice["expand"] != "csr":
+        if _invalid(choice):
             continue  # not a variant (see MSSpec)
         yield MSSpec(**choice)
 
@@ -124,3 +148,26 @@ def smem_bytes(kappa: int, n: int) -> int:
     """Dynamic shared memory of the ``smem`` form on a graph of n vertices: visited and two
     frontier bitmaps of kappa bits per vertex, and kappa per-level counts."""
     return 4 * (3 * (kappa // 32) * n + kappa)
+
+
+def queue_capacity(kappa: int, n: int) -> int:
+    """Entries a level of the queue form may hold: each holds a (vertex, BFS) pair reached for
+    the first time, or a source."""
+    return n * kappa + kappa
+
+
+def queue_smem_bytes(kappa: int, n: int, smem_queue: int = 0) -> int:
+    """Dynamic shared memory of the ``queue`` form: kappa visited bits per vertex, kappa
+    per-level counts (the two rounded to 8 bytes), then two queues of ``smem_queue`` 8-byte
+    entries."""
+    words = -(-n * kappa // 32) + kappa
+    return 4 * (words + (words & 1)) + 2 * 8 * smem_queue
+
+
+def shared_bytes(spec: MSSpec, n: int, smem_queue: int = 0) -> int:
+    """Dynamic shared memory a block of ``spec`` needs on n vertices (0: the global forms)."""
+    if spec.form == "smem":
+        return smem_bytes(spec.kappa, n)
+    if spec.form == "queue":
+        return queue_smem_bytes(spec.kappa, n, smem_queue)
+    return 0

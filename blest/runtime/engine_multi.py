@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from blest.codegen.msspec import MSSpec
+from blest.codegen.msspec import MSSpec, queue_smem_bytes
+from blest.defaults import QUEUE_KAPPAS
 from blest.errors import ArgumentError
 from blest.reference.centrality import SourceSums
 from blest.runtime.msbfs import MSRunner
@@ -19,6 +20,10 @@ __all__ = ["GPUManySources", "MultiSourceChoice", "DEEP_GRAPH_LEVELS"]
 
 #: BFS depth from which the default multi-source kernel runs one batch per block.
 DEEP_GRAPH_LEVELS = 64
+#: Shared memory of a block of the default queue form: a third of a Hopper multiprocessor's
+#: (three batches per multiprocessor), or at most what one block may have.
+QUEUE_SMEM_SHARE = 76 * 1024
+QUEUE_SMEM_BLOCK = 223 * 1024
 
 
 @dataclass(frozen=True)
@@ -72,15 +77,20 @@ class GPUManySources:
         return self._runners[key]
 
     def _default_ms_spec(self) -> MSSpec:
-        """kappa = 256 on the grid for shallow graphs; for deep ones kappa = 32 per block with
-        the CUDA-core out-arc expansion (a grid barrier per level costs more than a level there,
-        and their frontiers are sparse); said in a warning."""
+        """kappa = 256 on the grid for shallow graphs; for deep ones (a grid barrier per level
+        costs more than a level there, and their frontiers are sparse) the queue form with the
+        largest kappa whose visited bits take at most a third of a multiprocessor's shared
+        memory (the smallest, if only that fits a block), else kappa = 32 per block with the
+        CUDA-core out-arc expansion; said in a warning."""
         start = int(np.argmax(self.graph.out_degree))
         self.bfs(start, out="device")
         depth = self.stats.depth
         deep = depth >= DEEP_GRAPH_LEVELS
         if deep:
             spec = MSSpec(self.spec.sigma, 32, "block", "csr")
+            fits = [k for k in QUEUE_KAPPAS if queue_smem_bytes(k, self.n) <= QUEUE_SMEM_SHARE]
+            if fits or queue_smem_bytes(1, self.n) <= QUEUE_SMEM_BLOCK:
+                spec = MSSpec(self.spec.sigma, max(fits or [1]), "queue", "csr")
         else:
             spec = MSSpec(self.spec.sigma, 256, "grid")
         warnings.warn(

@@ -3,7 +3,9 @@
 :class:`MSRunner` uploads a prepared graph once (BVSS, in-adjacency, permutation), compiles the
 variant and keeps the per-slot buffers: one slot for the grid form, one per resident thread
 block for the block form (as many as fit in a share of the free memory), none for the smem
-form (each resident block keeps its batch in shared memory). :meth:`MSRunner.run`
+form (each resident block keeps its batch in shared memory), and for the queue form one global
+overflow queue pair per resident block (its visited bits and the head of its queues are in
+shared memory). :meth:`MSRunner.run`
 takes internal source ids and returns, per source, the exact sum of distances, the reach and
 the harmonic sum; with ``levels`` it also writes each source's levels (user ids) into rows of a
 device array. Launches cover a range of batches each, sized to take about a quarter second, so
@@ -21,10 +23,11 @@ import numpy as np
 
 from blest.codegen.contract import CTL, CTL_WORDS, SLOT_WORDS
 from blest.codegen.ms_render import MS_KERNEL, ms_params, render_ms
-from blest.codegen.msspec import MSSpec, smem_bytes
+from blest.codegen.msspec import MSSpec, queue_capacity, queue_smem_bytes, shared_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.prepared import Prepared
+from blest.reference.centrality import SourceSums
 from blest.runtime.device import cupy_module, device_buffers, format_bytes, require_memory
 
 __all__ = ["MSRunner", "MSRun"]
@@ -37,6 +40,8 @@ SMEM_STATIC_RESERVE = 4096
 _SLOT_BUFFERS = ("visited", "frontier", "next", "touched", "queued", "cnt")
 #: Share of the free device memory the block form's slots may take.
 SLOT_MEMORY_SHARE = 0.5
+#: Most queue entries the queue form keeps in shared memory per queue (two queues a block).
+SMEM_QUEUE_MAX = 4096
 
 
 @dataclass
@@ -62,6 +67,7 @@ class MSRunner:
         block_size: int = DEFAULT_BLOCK_SIZE,
         blocks_per_sm: int | None = None,
         max_slots: int | None = None,
+        smem_queue: int | None = None,
     ) -> None:
         from blest.codegen import toolchain
 
@@ -80,9 +86,12 @@ class MSRunner:
         cp = self._cp = cupy_module()
         with cp.cuda.Device(self.device_id):
             self._upload(prepared)
-            self._load(blocks_per_sm)
+            self._load(blocks_per_sm, smem_queue)
             self._allocate(max_slots)
         self.last_run: MSRun | None = None
+        self._prepared_launch: Any = None  # packed on the first launch, then reused
+        self._run_index = {p.name: i for i, p in enumerate(ms_params())}
+        self._every_vertex: Any = None  # 0 .. n-1 on the device, once asked for
 
     # ------------------------------------------------------------------ set-up
     def _upload(self, prep: Prepared) -> None:
@@ -115,24 +124,28 @@ class MSRunner:
         )
         self._graph = g
 
-    def _load(self, blocks_per_sm: int | None) -> None:
+    def _load(self, blocks_per_sm: int | None, smem_queue: int | None) -> None:
         from blest.codegen.compile import compile_source
         from blest.runtime.launch import load_module, max_active_blocks
 
         self.source = render_ms(self.spec)
         binary = compile_source(self.source, arch=self.arch, name=f"blest_{self.spec.name}.cu")
         self._kernel = load_module(binary, self.device_id).get_function(MS_KERNEL)
-        self.shared_bytes = 0
-        if self.spec.form == "smem":
-            self.shared_bytes = smem_bytes(self.spec.kappa, self.n)
-            attrs = self._cp.cuda.Device(self.device_id).attributes
-            limit = int(attrs.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
-            if self.shared_bytes > limit - SMEM_STATIC_RESERVE:
-                raise ArgumentError(
-                    f"{self.spec.name} needs {format_bytes(self.shared_bytes)} of shared memory "
-                    f"for {self.n:,} vertices; a block has {format_bytes(limit)} here: use a "
-                    "smaller kappa or the block form"
-                )
+        attrs = self._cp.cuda.Device(self.device_id).attributes
+        limit = int(attrs.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)) - SMEM_STATIC_RESERVE
+        self.smem_queue = 0
+        if self.spec.form == "queue":
+            per_sm_bytes = int(attrs.get("MaxSharedMemoryPerMultiprocessor", limit))
+            self.smem_queue = _smem_queue_entries(
+                self.spec.kappa, self.n, self.block_size, limit, per_sm_bytes, smem_queue
+            )
+        self.shared_bytes = shared_bytes(self.spec, self.n, self.smem_queue)
+        if self.shared_bytes > limit:
+            raise ArgumentError(
+                f"{self.spec.name} needs {format_bytes(self.shared_bytes)} of shared memory "
+                f"for {self.n:,} vertices; a block has {format_bytes(limit)} here: use a "
+                "smaller kappa or the block form"
+            )
         per_sm = max_active_blocks(self._kernel, self.block_size, self.shared_bytes)
         if per_sm < 1:
             raise GPUUnavailableError(f"{self.spec.name} cannot run {self.block_size} threads here")
@@ -144,6 +157,8 @@ class MSRunner:
     def slot_bytes(self) -> int:
         """Device bytes of one batch slot."""
         s = self.spec
+        if s.form == "queue":  # two overflow queues of 8-byte entries
+            return 2 * 8 * queue_capacity(s.kappa, self.n)
         return (
             4 * 4 * s.chunks * self.nvi  # visited, next, two frontier buffers
             + 4 * (self.nvi // 32 + 1)  # touched bits
@@ -158,6 +173,9 @@ class MSRunner:
         cp = self._cp
         if self.spec.form == "smem":  # the state lives in shared memory
             self._allocate_smem(max_slots)
+            return
+        if self.spec.form == "queue":
+            self._allocate_queue(max_slots)
             return
         per_slot = self.slot_bytes()
         if self.spec.form == "grid":
@@ -183,6 +201,7 @@ class MSRunner:
             "slot_ctl": cp.zeros(slots * SLOT_WORDS, dtype=cp.uint64),
             "cnt": cp.zeros(slots * 2 * s.kappa, dtype=cp.uint32),
             "ctl": cp.zeros(CTL_WORDS, dtype=cp.uint32),
+            "smem_queue": np.int32(0),
         }
         self._host_ctl = np.zeros(CTL_WORDS, dtype=np.uint32)
 
@@ -194,12 +213,23 @@ class MSRunner:
         self._state["lists"] = cp.zeros(1, dtype=cp.int32)
         self._state["queue"] = cp.zeros(2, dtype=cp.int32)
         self._state["ctl"] = cp.zeros(CTL_WORDS, dtype=cp.uint32)
+        self._state["smem_queue"] = np.int32(self.smem_queue)
         self._host_ctl = np.zeros(CTL_WORDS, dtype=np.uint32)
+
+    def _allocate_queue(self, max_slots: int | None) -> None:
+        """The queue form: shared-memory state, plus each resident block's overflow queues."""
+        cp, per_slot = self._cp, self.slot_bytes()
+        free, _ = cp.cuda.runtime.memGetInfo()
+        fit = max(1, int(SLOT_MEMORY_SHARE * free) // per_slot)
+        self.grid = min(self.grid, fit, max_slots or self.grid)
+        require_memory(self.grid * per_slot, self.device_id, self.prepared.graph)
+        self._allocate_smem(None)
+        self._state["queue"] = cp.empty(self.grid * per_slot // 4, dtype=cp.int32)
 
     # ------------------------------------------------------------------ running
     def run(
         self,
-        sources: np.ndarray,
+        sources: Any,
         *,
         levels: Any = None,
         out_first: int = 0,
@@ -207,7 +237,8 @@ class MSRunner:
         sums: tuple[Any, Any, Any] | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> tuple[Any, Any, Any]:
-        """BFS from every internal id in ``sources``, kappa at a time, in the given order.
+        """BFS from every internal id in ``sources`` (a NumPy or CuPy array), kappa at a time,
+        in the given order.
 
         Returns device arrays ``(dist, reach, harm)`` of length ``len(sources)`` (uint64,
         uint64, float64), or adds into ``sums`` when given. ``batches`` limits the run to batches
@@ -220,9 +251,11 @@ class MSRunner:
         n_batches = -(-k // kappa)
         first, last = batches if batches is not None else (0, n_batches)
         with cp.cuda.Device(self.device_id):
-            src = cp.asarray(np.ascontiguousarray(sources, dtype=np.int32))
+            src = sources
+            if not isinstance(src, cp.ndarray) or src.dtype != cp.int32:
+                src = cp.asarray(np.ascontiguousarray(_host(sources), dtype=np.int32))
             if sums is None:
-                sums = (cp.zeros(k, cp.uint64), cp.zeros(k, cp.uint64), cp.zeros(k, cp.float64))
+                sums = _packed_sums(cp, k)[1]
             t0, launches = time.perf_counter(), 0
             step = 1 if self.spec.form == "grid" else self.slots
             b = first
@@ -237,13 +270,29 @@ class MSRunner:
             self.last_run = MSRun(k, last - first, launches, time.perf_counter() - t0)
         return sums
 
+    def source_sums(
+        self, sources: np.ndarray | None, progress: Callable[[int, int], None] | None = None
+    ) -> SourceSums:
+        """The sums of BFSs from ``sources`` (internal ids; None: every vertex in id order) on
+        the host, fetched in one copy."""
+        cp = self._cp
+        with cp.cuda.Device(self.device_id):
+            if sources is None:
+                if self._every_vertex is None:
+                    self._every_vertex = cp.arange(self.n, dtype=cp.int32)
+                sources = self._every_vertex
+            packed, sums = _packed_sums(cp, int(len(sources)))
+            self.run(sources, sums=sums, progress=progress)
+            host = packed.get()
+        return SourceSums(host[0].view(np.int64), host[1].view(np.int64), host[2].view(np.float64))
+
     def _launch(
         self, src: Any, k: int, b0: int, b1: int, levels: Any, out_first: int, sums
     ) -> float:
-        from blest.runtime.launch import launch
+        from blest.runtime.launch import PreparedLaunch
 
         ctl = self._state["ctl"]
-        ctl.fill(0)
+        ctl.data.memset_async(0, ctl.nbytes)
         run = {
             "sources": src,
             "n_sources": np.int32(k),
@@ -256,18 +305,21 @@ class MSRunner:
             "harm": sums[2],
             "eta": np.float64(self.eta),
         }
-        values = {**self._graph, **self._state, **run}
-        args = tuple(values[p.name] for p in ms_params())
         t0 = time.perf_counter()
-        cooperative = self.spec.form == "grid"
-        launch(
-            self._kernel,
-            (self.grid,),
-            (self.block_size,),
-            args,
-            shared_mem=self.shared_bytes,
-            cooperative=cooperative,
-        )
+        if self._prepared_launch is None:
+            values = {**self._graph, **self._state, **run}
+            self._prepared_launch = PreparedLaunch(
+                self._kernel,
+                (self.grid,),
+                (self.block_size,),
+                tuple(values[p.name] for p in ms_params()),
+                shared_mem=self.shared_bytes,
+                cooperative=self.spec.form == "grid",
+            )
+        else:
+            for name, value in run.items():
+                self._prepared_launch.set(self._run_index[name], value)
+        self._prepared_launch()
         ctl.get(out=self._host_ctl)  # waits for the launch
         if self._host_ctl[CTL["error"]]:
             raise EngineError(
@@ -279,11 +331,33 @@ class MSRunner:
     def memory_summary(self) -> str:
         if self.spec.form == "smem":
             return f"{self.slots} block(s) with {format_bytes(self.shared_bytes)} shared memory"
+        if self.spec.form == "queue":
+            return (
+                f"{self.slots} block(s) with {format_bytes(self.shared_bytes)} shared memory "
+                f"({self.smem_queue:,} queue entries) and {format_bytes(self.slot_bytes())} "
+                "of overflow queues each"
+            )
         return f"{self.slots} slot(s) of {format_bytes(self.slot_bytes())}"
 
     def close(self) -> None:
         self._graph = self._state = {}
-        self._kernel = None
+        self._kernel = self._prepared_launch = self._every_vertex = None
+
+
+def _smem_queue_entries(
+    kappa: int, n: int, block_size: int, block_limit: int, sm_bytes: int, asked: int | None
+) -> int:
+    """Queue entries the queue form keeps in shared memory (each of its two queues): ``asked``
+    when given (capped by what a block can have), else what is left of the share of a
+    multiprocessor's shared memory that each block gets at the occupancy the visited bits and
+    the threads allow, at most SMEM_QUEUE_MAX; never more than a level can hold."""
+    bitmap = queue_smem_bytes(kappa, n, 0)
+    room = max(0, block_limit - bitmap) // 16
+    if asked is None:
+        blocks = max(1, min(32, 2048 // block_size, sm_bytes // max(bitmap + 1024, 1)))
+        room = min(room, max(0, sm_bytes // blocks - 1024 - SMEM_STATIC_RESERVE - bitmap) // 16)
+        asked = SMEM_QUEUE_MAX
+    return int(max(0, min(asked, room, queue_capacity(kappa, n))))
 
 
 def _next_step(step: int, done: int, seconds: float, slots: int, form: str) -> int:
@@ -310,6 +384,12 @@ def _out_csr(cp: Any, prep: Prepared, in_ptr: Any, in_idx: Any) -> tuple[Any, An
     out_ptr = cp.zeros(n + 1, dtype=cp.int64)
     cp.cumsum(cp.bincount(in_idx, minlength=n), out=out_ptr[1:])
     return out_ptr, out_idx
+
+
+def _packed_sums(cp: Any, k: int) -> tuple[Any, tuple[Any, Any, Any]]:
+    """One zeroed (3, k) device buffer and its rows as (dist, reach, harm) arrays."""
+    packed = cp.zeros((3, k), dtype=cp.uint64)
+    return packed, (packed[0], packed[1], packed[2].view(cp.float64))
 
 
 def _host(a: Any) -> Any:

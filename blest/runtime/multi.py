@@ -108,9 +108,11 @@ def gpu_bfs_many(
 def gpu_source_sums(engine: Any, users: np.ndarray, progress: Progress | None = None) -> SourceSums:
     """Exact sums of BFSs over in-arcs from every source (the caller's order)."""
     runner = engine.ms_runner(reverse=engine.graph.directed)
+    if users.size == engine.n and np.array_equal(users, np.arange(engine.n)):
+        # Every vertex: internal ids 0 .. n-1 in order, user u's at new_of_old[u].
+        return runner.source_sums(None, progress).take(engine._new_of_old)
     internal, order = _sorted(engine, users)
-    dist, reach, harm = runner.run(internal, progress=progress)
-    sums = SourceSums(dist.get().astype(np.int64), reach.get().astype(np.int64), harm.get())
+    sums = runner.source_sums(internal, progress)
     inverse = np.empty_like(order)
     inverse[order] = np.arange(order.size)
     return sums.take(inverse)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from blest.codegen.msspec import MSSpec, smem_bytes
+from blest.codegen.msspec import MSSpec, queue_smem_bytes, smem_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA, KAPPAS, SOURCE_SEED
 from blest.graph.prepared import Prepared
 
@@ -41,6 +41,9 @@ MS_BLOCKS = (1024, 256)
 SMEM_BYTES = 223 * 1024
 #: kappa in the order the coarse pass tries it (spread out, so a short budget sees the range).
 KAPPA_ORDER = (64, 256, 128, 32)
+#: The queue form's kappa and block sizes, in the order the coarse pass tries them.
+QUEUE_KAPPA_ORDER = (4, 1, 8, 2, 16, 32)
+QUEUE_BLOCKS = (256, 128, 1024)
 
 
 @dataclass(frozen=True)
@@ -103,17 +106,24 @@ def ms_candidates(
 ) -> list[MSCandidate]:
     """The coarse pass, most promising first.
 
-    Deep graphs (depth >= 64) try the CUDA-core out-arc expansion before the BVSS ones; shallow
-    graphs the reverse. The grid form leads, unless the graph is deep and the ``workload`` (the
-    sources of the real run) holds enough batches of 64 to give each of the ``sms``
-    multiprocessors two. Small graphs (``n`` vertices whose batch state fits in a block's
-    shared memory) try the smem form first.
+    Deep graphs (depth >= 64) try the queue form first where a batch's visited bits fit in a
+    block's shared memory, and the CUDA-core out-arc expansion before the BVSS ones; shallow
+    graphs the reverse, and the queue form last. The grid form leads, unless the graph is deep
+    and the ``workload`` (the sources of the real run) holds enough batches of 64 to give each
+    of the ``sms`` multiprocessors two. Small graphs (``n`` vertices whose batch state fits in a
+    block's shared memory) try the smem form first.
     """
     deep = depth >= 64
     block_first = deep and workload is not None and sms is not None and workload >= 128 * sms
     forms = ("block", "grid") if block_first else ("grid", "block")
     expands = ("csr", "shuffle", "mma") if deep else ("shuffle", "mma", "csr")
-    out = []
+    queue = []
+    if n is not None:
+        for kappa in QUEUE_KAPPA_ORDER:
+            if queue_smem_bytes(kappa, n) <= SMEM_BYTES:
+                for block in QUEUE_BLOCKS if deep else QUEUE_BLOCKS[:1]:
+                    queue.append(MSCandidate(MSSpec(sigmas[0], kappa, "queue", "csr"), 0.0, block))
+    out = list(queue) if deep else []
     if n is not None:
         for kappa in [k for k in KAPPA_ORDER if k in kappas]:
             if smem_bytes(kappa, n) <= SMEM_BYTES:
@@ -127,7 +137,7 @@ def ms_candidates(
                     for block in blocks:
                         spec = MSSpec(sigma, kappa, form, expand)
                         out.append(MSCandidate(spec, DEFAULT_ETA, block))
-    return out
+    return out if deep else out + queue
 
 
 class _TooSlow(Exception):
@@ -200,6 +210,8 @@ class MultiSourceSearch:
                 break
             self.time(c, "coarse")
         for r in self.best(3):
+            if r.candidate.spec.form == "queue":
+                continue  # every level goes top-down: eta changes nothing
             for eta in MS_ETA_GRID:
                 if self._left(1.0):
                     self.time(replace(r.candidate, eta=eta), "eta")
