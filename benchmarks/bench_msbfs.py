@@ -194,7 +194,7 @@ def closeness(names: list[str], budget: float, with_nk: bool) -> list[dict]:
     return rows
 
 
-def sweep(names: list[str], forms, kappas, blocks, eta: float, reps: int) -> list[dict]:
+def sweep(names: list[str], forms, kappas, blocks, etas, reps: int) -> list[dict]:
     """Whole closeness calls of every vertex, one engine per (form, kappa, block size)."""
     rows = []
     for name in names:
@@ -209,9 +209,9 @@ def sweep(names: list[str], forms, kappas, blocks, eta: float, reps: int) -> lis
                     spec = MSSpec(DEFAULT_SIGMA, kappa, form, expand)
                 except Exception:
                     continue  # not a variant (kappa outside the form's range)
-                for block in blocks:
+                for block, eta in [(b, e) for b in blocks for e in etas]:
                     row = {"graph": name, "n": g.n, "arcs": g.nnz, "variant": spec.name,
-                           "block": block}  # fmt: skip
+                           "block": block, "eta": eta}  # fmt: skip
                     try:
                         with Engine(p(DEFAULT_SIGMA), VariantSpec(DEFAULT_SIGMA)) as eng:
                             eng.configure_multi_source(spec, eta=eta, block_size=block)
@@ -232,10 +232,11 @@ def sweep(names: list[str], forms, kappas, blocks, eta: float, reps: int) -> lis
                         row.update(error=f"{type(exc).__name__}: {exc}"[:200])
                     rows.append(row)
                     if "error" in row:
-                        print(f"{name} {spec.name} b{block}: {row['error']}", flush=True)
+                        print(f"{name} {spec.name} b{block} eta={eta:g}: {row['error']}")
                     else:
                         print(
-                            f"{name} {spec.name} b{block}: whole call {row['blest_s'] * 1e3:.3f}"
+                            f"{name} {spec.name} b{block} eta={eta:g}: whole call "
+                            f"{row['blest_s'] * 1e3:.3f}"
                             f" ms (runner {run_s * 1e3:.3f} ms, grid {row['grid']}) "
                             f"{'ok' if row['ok'] else 'WRONG'}",
                             flush=True,
@@ -254,13 +255,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--forms", nargs="+", default=["queue"], help="sweep: forms")
     ap.add_argument("--kappas", nargs="+", type=int, default=[1, 2, 4, 8], help="sweep: kappa")
     ap.add_argument("--blocks", nargs="+", type=int, default=[256], help="sweep: block sizes")
-    ap.add_argument("--eta", type=float, default=0.0, help="sweep: eta")
+    ap.add_argument("--etas", nargs="+", type=float, default=[0.0], help="sweep: eta")
     ap.add_argument("--reps", type=int, default=3, help="sweep: whole calls timed (best kept)")
     args = ap.parse_args(argv)
     if args.mode == "per-source":
         rows = per_source(args.graphs, args.sources, args.budget)
     elif args.mode == "sweep":
-        rows = sweep(args.graphs, args.forms, args.kappas, args.blocks, args.eta, args.reps)
+        rows = sweep(args.graphs, args.forms, args.kappas, args.blocks, args.etas, args.reps)
     else:
         rows = closeness(args.graphs, args.budget, args.networkit)
     out = Path(args.out)
