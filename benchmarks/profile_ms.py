@@ -22,7 +22,7 @@ from blest.runtime.msbfs import MSRunner
 
 
 def parse_spec(name: str) -> MSSpec:
-    m = re.fullmatch(r"ms_s(\d+)_k(\d+)_(grid|block|smem)(_shfl|_csr)?", name)
+    m = re.fullmatch(r"ms_s(\d+)_k(\d+)_(grid|block|smem|queue)(_shfl|_csr)?", name)
     if m is None:
         raise SystemExit(f"not a multi-source variant name: {name}")
     expand = {None: "mma", "_shfl": "shuffle", "_csr": "csr"}[m.group(4)]
@@ -38,8 +38,17 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=1024)
     ap.add_argument("--slots", type=int, default=None, help="default: as many as are resident")
     ap.add_argument("--min-blocks", type=int, default=1, help="__launch_bounds__ min blocks/SM")
+    ap.add_argument("--lineinfo", action="store_true", help="compile with -lineinfo (ncu source)")
     args = ap.parse_args()
     spec = parse_spec(args.variant)
+    if args.lineinfo:
+        import functools
+
+        import blest.codegen.compile as compile_module
+
+        compile_module.compile_source = functools.partial(
+            compile_module.compile_source, lineinfo=True
+        )
     if args.min_blocks > 1:  # an experiment: ask nvcc for fewer registers
         import blest.runtime.msbfs as msbfs
 

@@ -4,7 +4,7 @@ For kernels that one block can run alone: the rendered source is compiled by the
 compiler against a small shim (``__shared__`` becomes ``static``, ``__syncthreads`` a
 ``std::barrier``, atomics GCC's ``__atomic`` builtins, ``threadIdx`` a thread-local; the warp
 intrinsics ``__shfl_sync``, ``__shfl_up_sync``, ``__shfl_down_sync``, ``__ballot_sync``,
-``__reduce_or_sync`` and ``__reduce_add_sync`` exchange values through a per-warp barrier, so
+``__reduce_or_sync``, ``__reduce_add_sync`` and ``__reduce_max_sync`` exchange values through a per-warp barrier, so
 every lane of the warp must call them together, as their full masks require on a GPU; the
 binary tensor-core MMA, ``mma.sync.aligned.m8n8k128 ... b1.and.popc``, is computed the same way
 from its fragment layout), and a generated ``main`` launches one block of ``threads``
@@ -110,6 +110,10 @@ inline unsigned __reduce_or_sync(unsigned, unsigned v) {
 inline unsigned __reduce_add_sync(unsigned, unsigned v) {
     return warp_collect(v, [](const unsigned long long* s) {
         unsigned r = 0; for (int i = 0; i < 32; ++i) r += (unsigned)s[i]; return r; });
+}
+inline int __reduce_max_sync(unsigned, int v) {
+    return warp_collect(v, [](const unsigned long long* s) {
+        int r = (int)s[0]; for (int i = 1; i < 32; ++i) r = std::max(r, (int)s[i]); return r; });
 }
 inline void __syncwarp(unsigned = 0xffffffffu) { warps[threadIdx.x >> 5].bar->arrive_and_wait(); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
