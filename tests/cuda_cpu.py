@@ -4,14 +4,14 @@ For kernels that one block can run alone: the rendered source is compiled by the
 compiler against a small shim (``__shared__`` becomes ``static``, ``__syncthreads`` a
 ``std::barrier``, atomics GCC's ``__atomic`` builtins, ``threadIdx`` a thread-local; the warp
 intrinsics ``__shfl_sync``, ``__shfl_up_sync``, ``__shfl_down_sync``, ``__ballot_sync``,
-``__reduce_or_sync``, ``__reduce_add_sync`` and ``__reduce_max_sync`` exchange values through a per-warp barrier, so
-every lane of the warp must call them together, as their full masks require on a GPU; the
-binary tensor-core MMA, ``mma.sync.aligned.m8n8k128 ... b1.and.popc``, is computed the same way
-from its fragment layout), and a generated ``main`` launches one block of ``threads``
-std::threads (a multiple of 32) over arrays read from files, or several kernels one after the
-other. A logic check of the
-CUDA code itself (its barriers, counters, queues, warp collectives and MMA packing) on machines
-without a GPU; timing means nothing here, and no other inline PTX runs (it is refused).
+``__reduce_or_sync``, ``__reduce_add_sync`` and ``__reduce_max_sync`` exchange values through a
+per-warp barrier, so every lane of the warp must call them together, as their full masks
+require on a GPU; the binary tensor-core MMA, ``mma.sync.aligned.m8n8k128 ... b1.and.popc``, is
+computed the same way from its fragment layout), and a generated ``main`` launches one block of
+``threads`` std::threads (a multiple of 32) over arrays read from files, or several kernels one
+after the other. A logic check of the CUDA code itself (its barriers, counters, queues, warp
+collectives and MMA packing) on machines without a GPU; timing means nothing here, and no other
+inline PTX runs (it is refused).
 """
 
 from __future__ import annotations
