@@ -257,7 +257,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--blocks", nargs="+", type=int, default=[256], help="sweep: block sizes")
     ap.add_argument("--etas", nargs="+", type=float, default=[0.0], help="sweep: eta")
     ap.add_argument("--reps", type=int, default=3, help="sweep: whole calls timed (best kept)")
+    ap.add_argument(
+        "--patch",
+        action="append",
+        default=[],
+        metavar="OLD=>NEW",
+        help="an experiment: replace OLD by NEW in every rendered multi-source kernel",
+    )
     args = ap.parse_args(argv)
+    if args.patch:
+        import blest.runtime.msbfs as msbfs
+
+        plain, edits = msbfs.render_ms, [p.split("=>", 1) for p in args.patch]
+
+        def patched(spec):
+            src = plain(spec)
+            for old, new in edits:
+                if old not in src:
+                    raise SystemExit(f"--patch: {old!r} is not in {spec.name}")
+                src = src.replace(old, new)
+            return src
+
+        msbfs.render_ms = patched
     if args.mode == "per-source":
         rows = per_source(args.graphs, args.sources, args.budget)
     elif args.mode == "sweep":
