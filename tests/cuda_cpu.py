@@ -68,6 +68,7 @@ template <class T, class U> inline T atomicAnd(T* p, U v) {
     return __atomic_fetch_and(p, (T)v, SEQ_CST); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
 // Warps: the 32 lanes of a warp post a value each and wait for one another (twice, so that no
 // lane overwrites its slot before every lane has read); every lane must take part, as with the
 // full masks the kernels use.
