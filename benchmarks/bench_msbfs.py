@@ -11,12 +11,12 @@ per-source: the best single-source whole call (``bfs(src, out="device")``, a few
 against the best multi-source run writing every source's levels to the device, per source, on
 the protocol's 256 sources. closeness: exact closeness of every vertex (the multi-source search
 picks the variant on a sample, then the full run is timed: the best of the second and third
-whole calls, the first, which also loads CuPy's kernels, beside it) beside NetworKit's exact closeness
-(generalized variant, 16 threads) on the same graph, with the largest relative difference of
-the scores. sweep: the whole closeness call of every vertex with each given (form, kappa,
-block size), scores checked against the CPU reference on 16 vertices, and the engine's own
-call split into the runner's run and the rest. Results go to --out as JSON; a table is
-printed last.
+whole calls, the first, which also loads CuPy's kernels, beside it) beside NetworKit's exact
+closeness (generalized variant, 16 threads) on the same graph, with the largest relative
+difference of the scores. sweep: the whole closeness call of every vertex with each given
+(form, kappa, block size), scores checked against the CPU reference on 16 vertices, and the
+engine's own call split into the runner's run and the rest. Results go to --out as JSON; a
+table is printed last.
 """
 
 from __future__ import annotations
