@@ -20,9 +20,10 @@ __all__ = ["GPUManySources", "MultiSourceChoice", "DEEP_GRAPH_LEVELS"]
 
 #: BFS depth from which the default multi-source kernel runs one batch per block.
 DEEP_GRAPH_LEVELS = 64
-#: Shared memory of a block of the default queue form: a third of a Hopper multiprocessor's
-#: (three batches per multiprocessor), or at most what one block may have.
-QUEUE_SMEM_SHARE = 76 * 1024
+#: Shared memory of a block of the default queue form: a seventh of a Hopper multiprocessor's
+#: (seven batches of 256 threads per multiprocessor; on luxembourg_osm kappa = 2 at 256
+#: threads was the fastest, see benchmarks/NOTES.md), or at most what one block may have.
+QUEUE_SMEM_SHARE = 32 * 1024
 QUEUE_SMEM_BLOCK = 223 * 1024
 
 
@@ -79,7 +80,7 @@ class GPUManySources:
     def _default_ms_spec(self) -> MSSpec:
         """kappa = 256 on the grid for shallow graphs; for deep ones (a grid barrier per level
         costs more than a level there, and their frontiers are sparse) the queue form with the
-        largest kappa whose visited bits take at most a third of a multiprocessor's shared
+        largest kappa whose visited bits take at most a seventh of a multiprocessor's shared
         memory (the smallest, if only that fits a block), else kappa = 32 per block with the
         CUDA-core out-arc expansion; said in a warning."""
         start = int(np.argmax(self.graph.out_degree))

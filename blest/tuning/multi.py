@@ -42,7 +42,7 @@ SMEM_BYTES = 223 * 1024
 #: kappa in the order the coarse pass tries it (spread out, so a short budget sees the range).
 KAPPA_ORDER = (64, 256, 128, 32)
 #: The queue form's kappa and block sizes, in the order the coarse pass tries them.
-QUEUE_KAPPA_ORDER = (4, 1, 8, 2, 16, 32)
+QUEUE_KAPPA_ORDER = (2, 1, 4, 8, 16, 32)
 QUEUE_BLOCKS = (256, 128, 1024)
 
 
