@@ -99,7 +99,6 @@ class Engine(GPUManySources, EngineBase):
         self._ms_choice: MultiSourceChoice | None = None
         self._runners: dict[bool, MSRunner] = {}
         self._phase_key: np.ndarray | None = None  # see blest.runtime.multi.phase_key
-        self._phase_order: tuple | None = None  # every vertex in that order (device), positions
         with cp.cuda.Device(self._device_id):
             require_memory(_resident_bytes(graph, self.spec), self._device_id, graph.graph)
             self._upload(graph)
@@ -446,7 +445,6 @@ class Engine(GPUManySources, EngineBase):
     def _release(self) -> None:
         """Drop every device buffer, the pinned staging memory and the module."""
         self._close_runners()
-        self._phase_order = None
         self._arrays = self._state = {}
         self._common_args = ()
         self._launches = {}

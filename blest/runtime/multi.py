@@ -116,13 +116,11 @@ def gpu_source_sums(engine: Any, users: np.ndarray, progress: Progress | None = 
     """Exact sums of BFSs over in-arcs from every source (the caller's order). The smem form
     batches sources by their distances from a few hubs (see :func:`phase_key`)."""
     runner = engine.ms_runner(reverse=engine.graph.directed)
-    phased = runner.spec.form == "smem"
-    if users.size == engine.n and np.array_equal(users, np.arange(engine.n)):
-        if not phased:  # internal ids 0 .. n-1 in order, user u's at new_of_old[u]
-            return runner.source_sums(None, progress).take(engine._new_of_old)
-        on_device, where = _every_vertex_in_phase(engine, runner)
-        return runner.source_sums(on_device, progress).take(where)
-    internal, order = _sorted(engine, users, phase_key(engine) if phased else None)
+    key = phase_key(engine) if runner.spec.form == "smem" else None
+    if key is None and users.size == engine.n and np.array_equal(users, np.arange(engine.n)):
+        # Every vertex: internal ids 0 .. n-1 in order, user u's at new_of_old[u].
+        return runner.source_sums(None, progress).take(engine._new_of_old)
+    internal, order = _sorted(engine, users, key)
     sums = runner.source_sums(internal, progress)
     inverse = np.empty_like(order)
     inverse[order] = np.arange(order.size)
@@ -157,22 +155,6 @@ def phase_key(engine: Any) -> np.ndarray:
         key[np.asarray(engine.permutation.new_of_old)] = total  # by internal id
         engine._phase_key = key
     return key
-
-
-def _every_vertex_in_phase(engine: Any, runner: Any) -> tuple[Any, np.ndarray]:
-    """Every internal id in :func:`phase_key` order, on the runner's device, and each user id's
-    position in it; computed once per engine (a sort of n keys costs more than a small
-    graph's whole closeness call)."""
-    cached = engine._phase_order
-    if cached is None:
-        key = phase_key(engine)
-        order = np.lexsort((np.arange(key.size), key)).astype(np.int32)
-        position = np.empty_like(order)
-        position[order] = np.arange(order.size, dtype=np.int32)
-        with runner._cp.cuda.Device(runner.device_id):
-            on_device = runner._cp.asarray(order)
-        cached = engine._phase_order = (on_device, position[engine._new_of_old])
-    return cached
 
 
 def finish_closeness(sums: SourceSums, n: int, wf_improved: bool) -> np.ndarray:
