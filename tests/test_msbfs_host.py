@@ -67,23 +67,3 @@ def test_queue_form_shared_queue_fits_the_block_and_the_level():
     assert _smem_queue_entries(1, 114_599, 256, block, sm, 0) == 0  # asked: none
     asked = _smem_queue_entries(1, 114_599, 256, block, sm, 10**9)  # asked: capped
     assert queue_smem_bytes(1, 114_599, asked) <= block < queue_smem_bytes(1, 114_599, asked + 1)
-
-
-def test_phase_key_sums_distances_from_the_hubs_by_internal_id(rng):
-    from types import SimpleNamespace
-
-    from blest.reference import bfs_levels
-    from blest.runtime.multi import PHASE_HUBS, phase_key
-
-    graph = make_directed(rng, 300)
-    perm = rcm(graph)
-    engine = SimpleNamespace(graph=graph, permutation=perm, _phase_key=None)
-    key = phase_key(engine)
-    degree = graph.out_degree + graph.in_degree
-    hubs = np.argsort(-degree, kind="stable")[:PHASE_HUBS]
-    want = sum(
-        np.where(bfs_levels(graph, int(h)) < 0, graph.n, bfs_levels(graph, int(h))) for h in hubs
-    )
-    for user in rng.choice(graph.n, 20, replace=False):
-        assert key[perm.new_of_old[user]] == want[user]
-    assert phase_key(engine) is key  # computed once per engine

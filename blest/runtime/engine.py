@@ -98,7 +98,6 @@ class Engine(GPUManySources, EngineBase):
         self._void = ""
         self._ms_choice: MultiSourceChoice | None = None
         self._runners: dict[bool, MSRunner] = {}
-        self._phase_key: np.ndarray | None = None  # see blest.runtime.multi.phase_key
         with cp.cuda.Device(self._device_id):
             require_memory(_resident_bytes(graph, self.spec), self._device_id, graph.graph)
             self._upload(graph)

@@ -32,7 +32,6 @@ __all__ = [
     "gpu_source_sums",
     "centrality_sources",
     "finish_closeness",
-    "phase_key",
     "finish_harmonic",
 ]
 
@@ -73,16 +72,10 @@ def centrality_sources(sources: Any, n: int) -> np.ndarray:
     return as_sources(sources, n)
 
 
-def _sorted(
-    engine: Any, users: np.ndarray, key: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(internal ids in increasing order, the permutation that sorted them); with ``key`` (one
-    value per internal id), in increasing key first."""
+def _sorted(engine: Any, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(internal ids in increasing order, the permutation that sorted them)."""
     internal = np.asarray(engine.permutation.new_of_old)[users].astype(np.int32)
-    if key is None:
-        order = np.argsort(internal, kind="stable")
-    else:
-        order = np.lexsort((internal, key[internal]))
+    order = np.argsort(internal, kind="stable")
     return internal[order], order
 
 
@@ -113,48 +106,16 @@ def gpu_bfs_many(
 
 
 def gpu_source_sums(engine: Any, users: np.ndarray, progress: Progress | None = None) -> SourceSums:
-    """Exact sums of BFSs over in-arcs from every source (the caller's order). The smem form
-    batches sources by their distances from a few hubs (see :func:`phase_key`)."""
+    """Exact sums of BFSs over in-arcs from every source (the caller's order)."""
     runner = engine.ms_runner(reverse=engine.graph.directed)
-    key = phase_key(engine) if runner.spec.form == "smem" else None
-    if key is None and users.size == engine.n and np.array_equal(users, np.arange(engine.n)):
+    if users.size == engine.n and np.array_equal(users, np.arange(engine.n)):
         # Every vertex: internal ids 0 .. n-1 in order, user u's at new_of_old[u].
         return runner.source_sums(None, progress).take(engine._new_of_old)
-    internal, order = _sorted(engine, users, key)
+    internal, order = _sorted(engine, users)
     sums = runner.source_sums(internal, progress)
     inverse = np.empty_like(order)
     inverse[order] = np.arange(order.size)
     return sums.take(inverse)
-
-
-#: Hubs whose BFS distances order the sources of the smem form (see :func:`phase_key`).
-PHASE_HUBS = 4
-
-
-def phase_key(engine: Any) -> np.ndarray:
-    """Per internal id, the sum of its distances from the PHASE_HUBS vertices of highest degree
-    (unreachable: n), computed once per engine with SciPy. On small-world graphs a batch's
-    level costs about the arcs of the union of its BFSs' frontiers, which peaks while a BFS
-    sweeps the core; sources equally far from the hubs sweep it at the same levels, so a batch
-    of them has fewer heavy levels (on wiki_chameleon at kappa = 32 the heaviest batch walks a
-    third fewer arcs than with consecutive ids; benchmarks/NOTES.md). The BFSs run on the
-    graph as stored: from a hub over out-arcs, the distance from the hub to each source, which
-    is how far a closeness BFS from the source, over in-arcs, is from the hub."""
-    key = engine._phase_key
-    if key is None:
-        from blest.reference import bfs_levels
-
-        g = engine.graph
-        degree = np.asarray(g.out_degree) + np.asarray(g.in_degree)
-        hubs = np.argsort(-degree, kind="stable")[: min(PHASE_HUBS, g.n)]
-        total = np.zeros(g.n, dtype=np.int64)
-        for hub in hubs:
-            levels = bfs_levels(g, int(hub)).astype(np.int64)
-            total += np.where(levels < 0, g.n, levels)
-        key = np.empty(g.n, dtype=np.int64)
-        key[np.asarray(engine.permutation.new_of_old)] = total  # by internal id
-        engine._phase_key = key
-    return key
 
 
 def finish_closeness(sums: SourceSums, n: int, wf_improved: bool) -> np.ndarray:
