@@ -49,6 +49,10 @@ def main() -> None:
         compile_module.compile_source = functools.partial(
             compile_module.compile_source, lineinfo=True
         )
+        from blest.codegen.ms_render import render_ms
+
+        with open(f"blest_{spec.name}.cu", "w") as f:  # where ncu --import-source looks
+            f.write(render_ms(spec))
     if args.min_blocks > 1:  # an experiment: ask nvcc for fewer registers
         import blest.runtime.msbfs as msbfs
 
