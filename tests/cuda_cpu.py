@@ -4,14 +4,14 @@ For kernels that one block can run alone: the rendered source is compiled by the
 compiler against a small shim (``__shared__`` becomes ``static``, ``__syncthreads`` a
 ``std::barrier``, atomics GCC's ``__atomic`` builtins, ``threadIdx`` a thread-local; the warp
 intrinsics ``__shfl_sync``, ``__shfl_up_sync``, ``__shfl_down_sync``, ``__ballot_sync``,
-``__reduce_or_sync`` and ``__reduce_add_sync`` exchange values through a per-warp barrier, so
-every lane of the warp must call them together, as their full masks require on a GPU; the
-binary tensor-core MMA, ``mma.sync.aligned.m8n8k128 ... b1.and.popc``, is computed the same way
-from its fragment layout), and a generated ``main`` launches one block of ``threads``
-std::threads (a multiple of 32) over arrays read from files, or several kernels one after the
-other. A logic check of the
-CUDA code itself (its barriers, counters, queues, warp collectives and MMA packing) on machines
-without a GPU; timing means nothing here, and no other inline PTX runs (it is refused).
+``__reduce_or_sync``, ``__reduce_add_sync`` and ``__reduce_max_sync`` exchange values through a
+per-warp barrier, so every lane of the warp must call them together, as their full masks
+require on a GPU; the binary tensor-core MMA, ``mma.sync.aligned.m8n8k128 ... b1.and.popc``, is
+computed the same way from its fragment layout), and a generated ``main`` launches one block of
+``threads`` std::threads (a multiple of 32) over arrays read from files, or several kernels one
+after the other. A logic check of the CUDA code itself (its barriers, counters, queues, warp
+collectives and MMA packing) on machines without a GPU; timing means nothing here, and no other
+inline PTX runs (it is refused).
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ template <class T, class U> inline T atomicAnd(T* p, U v) {
     return __atomic_fetch_and(p, (T)v, SEQ_CST); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
 // Warps: the 32 lanes of a warp post a value each and wait for one another (twice, so that no
 // lane overwrites its slot before every lane has read); every lane must take part, as with the
 // full masks the kernels use.
@@ -110,6 +111,10 @@ inline unsigned __reduce_or_sync(unsigned, unsigned v) {
 inline unsigned __reduce_add_sync(unsigned, unsigned v) {
     return warp_collect(v, [](const unsigned long long* s) {
         unsigned r = 0; for (int i = 0; i < 32; ++i) r += (unsigned)s[i]; return r; });
+}
+inline int __reduce_max_sync(unsigned, int v) {
+    return warp_collect(v, [](const unsigned long long* s) {
+        int r = (int)s[0]; for (int i = 1; i < 32; ++i) r = std::max(r, (int)s[i]); return r; });
 }
 inline void __syncwarp(unsigned = 0xffffffffu) { warps[threadIdx.x >> 5].bar->arrive_and_wait(); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
