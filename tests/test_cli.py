@@ -172,6 +172,10 @@ def test_bfs_info_source_with_small_config(small, capsys):
     assert main(["info", str(d / "small.mtx"), "--sigmas", "8"]) == 0
     assert main(["source", "--sigma", "16", "--update", "eager"]) == 0
     assert "s16_eager" in capsys.readouterr().out
+    assert main(["source", "--launch", "block"]) == 0  # eager without switching by default
+    assert "blest generated kernel: s8_block" in capsys.readouterr().out
+    assert main(["variants"]) == 0
+    assert "s32_block" in capsys.readouterr().out.split()
 
 
 def test_bfs_writes_levels_atomically(small, capsys, monkeypatch):
@@ -243,6 +247,7 @@ def test_blest_user_errors(small, capsys):
         (["info", str(d / "future.blest.json")], "version 99"),
         (["info", str(d / "absent.mtx")], "No such graph file"),
         (["source", "--update", "eager", "--switching"], "switching"),
+        (["source", "--launch", "block", "--update", "lazy"], "reads no BVSS"),
         (["nonsense"], "invalid choice"),
     ]
     for argv, match in cases:

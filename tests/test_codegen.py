@@ -19,23 +19,31 @@ COVERING = [
     VariantSpec(sigma=16, update="lazy", queue="vss", switching=False, launch="per_level"),
     VariantSpec(sigma=32, update="eager", queue="sweep", switching=False, launch="per_level"),
     VariantSpec(sigma=32, update="lazy", dirty_sets=True, switching=True, launch="persistent"),
+    VariantSpec(sigma=16, update="eager", queue="vss", switching=False, launch="block"),
 ]
 
 
 def test_space_size_and_validity():
-    assert len(ALL) == len(set(ALL)) == 80
+    assert len(ALL) == len(set(ALL)) == 84  # 80 BVSS variants, one block launch per sigma
     for key, values in {
         "sigma": {4, 8, 16, 32},
         "update": {"eager", "lazy"},
         "dirty_sets": {False, True},
         "queue": {"vss", "sweep"},
         "switching": {False, True},
-        "launch": {"persistent", "per_level"},
+        "launch": {"persistent", "per_level", "block"},
     }.items():
         assert {getattr(s, key) for s in ALL} == values
         assert {getattr(s, key) for s in COVERING} == values
     assert all(not (s.update == "eager" and (s.dirty_sets or s.switching)) for s in ALL)
-    assert len(list(variants(sigma=8, update="eager"))) == 4
+    assert len(list(variants(sigma=8, update="eager"))) == 5
+    block = list(variants(launch="block"))
+    assert [s.sigma for s in block] == [4, 8, 16, 32]
+    assert all(s == VariantSpec.block(s.sigma) and s.name == f"s{s.sigma}_block" for s in block)
+    assert all((s.update, s.dirty_sets, s.queue, s.switching) == ("eager", False, "vss", False)
+               for s in block)  # fmt: skip
+    assert list(variants(launch="block", update="lazy")) == []
+    assert len({s.name for s in ALL}) == len(ALL)
 
 
 @pytest.mark.parametrize(
@@ -47,6 +55,11 @@ def test_space_size_and_validity():
         {"update": "eager", "dirty_sets": True, "switching": False},
         {"sigma": 8.0},
         {"dirty_sets": 1},
+        {"launch": "grid"},
+        {"launch": "block"},  # the defaults are lazy with switching
+        {"launch": "block", "update": "eager", "switching": False, "queue": "sweep"},
+        {"launch": "block", "update": "lazy", "switching": False},
+        {"launch": "block", "update": "lazy", "dirty_sets": True, "switching": False},
     ],
 )
 def test_invalid_specs_raise(bad):
@@ -54,10 +67,19 @@ def test_invalid_specs_raise(bad):
         VariantSpec(**bad)
 
 
+def test_block_launch_refusal_names_what_it_needs():
+    with pytest.raises(ValueError, match=r"launch='block'.*reads no BVSS.*got update='lazy'"):
+        VariantSpec(sigma=8, launch="block", switching=False)
+
+
 def test_json_round_trip_and_hash():
     for spec in ALL:
         again = VariantSpec.from_json(spec.to_json())
         assert again == spec and hash(again) == hash(spec)
+    # JSON written before the block launch existed still reads, with the same meaning
+    old = '{"dirty_sets": false, "format": 1, "launch": "per_level", "queue": "vss", '
+    old += '"sigma": 16, "switching": true, "update": "lazy"}'
+    assert VariantSpec.from_json(old) == VariantSpec(sigma=16, launch="per_level")
     with pytest.raises(ValueError):
         VariantSpec.from_dict({"format": 99})
     with pytest.raises(ValueError):
@@ -73,12 +95,19 @@ def test_render_is_deterministic_and_specific(spec):
     assert f"blest generated kernel: {spec.name}" in text.splitlines()[1]
     assert "{{ " not in text and "{% " not in text and "{#" not in text
     # No dead branches of other variants.
+    block = spec.launch == "block"
     assert ("v_next" in text) == (spec.update == "lazy")
     assert ("bottom_up(" in text) == spec.switching
     assert ("dirty" in text.split("struct State")[1].split("};")[0]) == spec.dirty_sets
-    assert ("int2* queue" in text) == (spec.queue == "vss")
+    assert ("int2* queue" in text) == (spec.queue == "vss" and not block)
     assert ("grid_barrier(" in text) == (spec.launch == "persistent")
-    assert f"#define SIGMA {spec.sigma}\n" in text
+    assert (f"#define SIGMA {spec.sigma}\n" in text) == (not block)
+    # The block launch: one kernel on CUDA cores over the out-adjacency, no BVSS, no MMA.
+    assert ("blest_bfs_block(" in text) == block
+    assert ("extern __shared__" in text) == block
+    for bvss_only in ("row_ids", "masks", "mma.sync", "blest_init(", "blest_unpermute(", "Workers"):
+        assert (bvss_only in text) == (not block), bvss_only
+    assert ("const long long* __restrict__ out_ptr" in text) == block
     # Kernel signatures list the parameters in the order the engine passes them.
     names = [p.name for p in graph_params(spec) + state_params(spec)]
     for kernel in kernel_names(spec).values():
@@ -97,11 +126,27 @@ def test_covering_set_compiles_to_cubin_in_parallel():
         assert all(c[:4] == b"\x7fELF" for c in cubins)
 
 
+def test_every_block_variant_compiles_to_cubin():
+    pytest.importorskip("cupy")
+    from blest.codegen.compile import compile_many
+
+    specs = list(variants(launch="block"))
+    for arch in ("sm_80", "sm_90"):
+        cubins = compile_many([render(s) for s in specs], arch=arch, target="cubin")
+        assert all(c[:4] == b"\x7fELF" and b"blest_bfs_block" in c for c in cubins)
+
+
 @pytest.mark.parametrize("spec", COVERING, ids=lambda s: s.name)
-def test_ptx_holds_the_binary_mma(spec):
+def test_ptx_holds_the_entry_points_and_the_binary_mma(spec):
     pytest.importorskip("cupy")
     from blest.codegen.compile import compile_ptx
 
     ptx = compile_ptx(spec, arch="sm_80").decode()
-    assert MMA in ptx
-    assert ".entry blest_init" in ptx
+    block = spec.launch == "block"
+    assert (MMA in ptx) == (not block)
+    assert (".entry blest_init" in ptx) == (not block)
+    for name in kernel_names(spec).values():
+        assert f".entry {name}(" in ptx
+    if block:  # the visited bitmap and the queues' heads: dynamic shared memory
+        assert ".extern .shared" in ptx and "atom.shared.or.b32" in ptx
+        assert "globaltimer" in ptx

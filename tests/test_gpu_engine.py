@@ -1,5 +1,7 @@
 """GPU correctness of every generated variant: levels vs SciPy, per-level state vs the NumPy
-emulator, poisoned outputs, launch geometries. Skipped cleanly without a GPU."""
+emulator (the BVSS variants: the block launch keeps its state in shared memory), poisoned
+outputs, launch geometries. Skipped cleanly without a GPU. tests/test_ss_block_gpu.py has more
+on the block launch."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from blest.reference import bfs_levels, emulate_spec
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
 POISON = np.int32(0x5A5A5A5A)
+#: The variants whose per-level bitmaps and queue debug_state() reads back.
+STATEFUL = [s for s in variants() if s.launch != "block"]
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +87,7 @@ FAMILIES = (
 )
 
 
-@pytest.mark.parametrize("spec", list(variants()), ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", STATEFUL, ids=lambda s: s.name)
 def test_level_states_match_emulator(zoo, spec):
     rng, graphs = zoo
     for name in ("power_law", "directed", "hubs", "disconnected"):
@@ -133,7 +137,8 @@ def test_deep_graph_with_rcm_permutation(zoo):
     src = int(rng.integers(graph.n))
     want = bfs_levels(graph, src)
     assert want.max() >= 300
-    for spec in (VariantSpec(sigma=8), VariantSpec(sigma=8, dirty_sets=True, queue="sweep")):
+    specs = (VariantSpec(sigma=8), VariantSpec(sigma=8, dirty_sets=True, queue="sweep"))
+    for spec in (*specs, VariantSpec.block(8)):
         with _engine(graph, spec, permutation=perm) as eng:
             np.testing.assert_array_equal(eng.bfs(src), want)
             assert eng.prepared.bvss.n == internal.n
@@ -206,6 +211,7 @@ def test_engine_rejects_bad_input(zoo):
         VariantSpec(sigma=8, dirty_sets=True),
         VariantSpec(sigma=16, update="eager", switching=False),
         VariantSpec(sigma=8, launch="per_level"),
+        VariantSpec.block(8),
     ],
     ids=lambda s: s.name,
 )

@@ -20,7 +20,7 @@ from blest.codegen.msspec import MSSpec, ms_variants, queue_capacity, shared_byt
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
 from blest.reference.centrality import source_sums
-from blest.runtime.msbfs import _out_csr as out_csr
+from blest.runtime.device import out_csr
 
 pytestmark = pytest.mark.skipif(not have_compiler(), reason="needs g++")
 

@@ -11,7 +11,8 @@ from random_graphs import make_directed, make_power_law
 from blest.codegen.msspec import smem_bytes
 from blest.graph.ordering import permute_graph, rcm
 from blest.graph.prepared import Prepared
-from blest.runtime.msbfs import _next_step, _out_csr
+from blest.runtime.device import out_csr
+from blest.runtime.msbfs import _next_step
 
 
 @pytest.mark.parametrize("make", [make_directed, make_power_law])
@@ -19,7 +20,7 @@ def test_out_csr_is_the_reordered_out_adjacency(rng, make):
     graph = make(rng, int(rng.integers(50, 400)))
     perm = rcm(graph)
     prep = Prepared.from_graph(graph, 8, perm)
-    ptr, idx = _out_csr(np, prep, np.asarray(prep.in_ptr), np.asarray(prep.in_idx))
+    ptr, idx = out_csr(np, prep, np.asarray(prep.in_ptr), np.asarray(prep.in_idx))
     want = permute_graph(graph, perm)
     np.testing.assert_array_equal(ptr, want.out_ptr)
     for u in range(graph.n):  # heads per tail as sets: the order within a row may differ

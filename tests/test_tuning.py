@@ -32,10 +32,13 @@ from blest.tuning.prepare import (
 )
 from blest.tuning.search import NOISE, Search, relative
 from blest.tuning.space import (
+    BLOCK_GEOMETRIES,
     ETA_GRID,
     GEOMETRIES,
+    HOPPER_SMEM_LIMIT,
     SMALL_QUEUES,
     Candidate,
+    block_fits,
     coarse_candidates,
     eta_variants,
     paper_candidate,
@@ -350,6 +353,36 @@ def test_space():
     assert "eta=off" in replace(sw, eta=0.0).label
 
 
+def test_space_holds_the_block_launch_where_its_bitmap_fits():
+    """One block-launch candidate per (block size, ordering, sigma) when the graph's visited
+    bitmap fits in a block's shared memory (about 1.8M vertices on Hopper), none otherwise."""
+    orderings = ["natural", "rcm"]
+    plain = coarse_candidates(orderings, (8, 16))
+    assert plain == coarse_candidates(orderings, (8, 16), n=None)  # no n: no block launch
+    small = coarse_candidates(orderings, (8, 16), n=114_599)
+    block = [c for c in small if c.spec.launch == "block"]
+    assert [c for c in small if c.spec.launch != "block"] == plain
+    assert {(c.ordering, c.spec, c.block_size) for c in block} == {
+        (o, VariantSpec.block(s), b) for o in orderings for s in (8, 16) for b in BLOCK_GEOMETRIES
+    }
+    assert len(block) == len(orderings) * 2 * len(BLOCK_GEOMETRIES) == 8
+    assert all(c.eta is None and c.blocks_per_sm == 1 for c in block)
+    assert set(BLOCK_GEOMETRIES) == {256, 1024}
+    assert all(small.index(c) < len(small) // 2 for c in block)  # in the first rounds
+    assert block[0].label == "natural/s8_block 256x1"
+    assert all(Candidate.from_dict(c.to_dict()) == c for c in block)
+    assert block_fits(1_800_000) and not block_fits(1_900_000)
+    assert HOPPER_SMEM_LIMIT == 227 * 1024 - 4096
+    big = coarse_candidates(orderings, (8, 16), n=1_900_000)
+    assert big == plain
+    tight = coarse_candidates(orderings, (8,), n=114_599, smem_limit=100_000 // 8)
+    assert not [c for c in tight if c.spec.launch == "block"]
+    assert not [c for c in coarse_candidates(orderings, (8,), n=0) if c.spec.sigma != 8]
+    for c in block:  # refinement leaves the block launch as it is
+        assert eta_variants(c) == [] and small_queue_variants(c) == []
+        assert per_level_variant(c) is None
+
+
 # ---------------------------------------------------------------------- search with fakes
 class FakeClock:
     def __init__(self) -> None:
@@ -524,6 +557,31 @@ def test_search_without_per_level_and_with_failing_runs():
     assert s.pick(lambda c: c.spec.sigma == 4) is None
 
 
+def test_search_picks_the_block_launch_where_it_is_fastest():
+    """A luxembourg-like landscape where one block of 1024 threads beats every grid-wide
+    launch: the search times the block candidates early, confirms one as its own group and
+    picks it."""
+
+    def cost(c, eta, sq, src):
+        if c.spec.launch == "block":
+            t = 1.5 * (0.9 if c.block_size == 1024 else 1.0)
+            return t * (1.0 if c.ordering == "rcm" else 1.2)
+        return _deep_graph_cost(c, eta, sq, src)
+
+    s, engines, _ = _search(budget=60.0, cost=cost, confirm=range(100, 116))
+    s.run(coarse_candidates(["natural", "rcm"], n=114_599))
+    best = s.pick().candidate
+    assert (best.spec, best.block_size, best.ordering) == (
+        VariantSpec.block(best.spec.sigma),
+        1024,
+        "rcm",
+    )
+    assert any(t.candidate.spec.launch == "block" for t in s.confirmed)
+    assert all(e.closed for e in engines)
+    refined = [t.candidate for t in s.results if t.stage in ("eta", "small_queue", "per_level")]
+    assert all(c.spec.launch != "block" for c in refined)  # the block launch has no knobs
+
+
 def test_held_out_summary_and_noise():
     rows = [
         {"label": "pick", "mean_ms": 1.00},
@@ -572,8 +630,9 @@ def test_gpu_tuning_flow_with_emulating_engines(tmp_path, rng, monkeypatch):
     config) with the CUDA parts replaced by the emulator; then load_tuned on that config."""
     fake_cupy = types.ModuleType("cupy")
     fake_cupy.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+    smem = {"MaxSharedMemoryPerBlockOptin": 227 * 1024}  # the block launch fits: a candidate
     fake_cupy.cuda = types.SimpleNamespace(
-        Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None)
+        Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None, attributes=smem)
     )
     monkeypatch.setitem(__import__("sys").modules, "cupy", fake_cupy)
     monkeypatch.setattr("blest.codegen.toolchain.require_gpu", lambda d=None: (0, "sm_90", "FG"))
@@ -586,6 +645,7 @@ def test_gpu_tuning_flow_with_emulating_engines(tmp_path, rng, monkeypatch):
     rows = cfg.timing["candidates"]
     assert rows[0]["stage"] == "paper" and {r["stage"] for r in rows} >= {"coarse", "eta"}
     assert {r["ordering"] for r in rows} == {"natural", "rcm"}
+    assert {r["variant"] for r in rows} >= {"s8_block", "s16_block"}
     rep = cfg.report
     assert rep["pick"] == next(r["label"] for r in rows if r["median_ms"] == min(
         x["median_ms"] for x in rows if x["median_ms"] is not None))  # fmt: skip

@@ -132,7 +132,11 @@ def spec_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="default: on for lazy updates",
     )
-    p.add_argument("--launch", choices=("persistent", "per_level"), help=f"default {d.launch}")
+    p.add_argument(
+        "--launch",
+        choices=("persistent", "per_level", "block"),
+        help=f"default {d.launch}; block: the whole BFS in one thread block (eager, no switching)",
+    )
 
 
 def given_spec_flags(args: argparse.Namespace) -> list[str]:
@@ -141,7 +145,8 @@ def given_spec_flags(args: argparse.Namespace) -> list[str]:
 
 def spec_from(args: argparse.Namespace) -> VariantSpec:
     d = VariantSpec()
-    update = args.update or d.update
+    block = args.launch == "block"  # it takes only eager updates without switching
+    update = args.update or ("eager" if block else d.update)
     switching = args.switching if args.switching is not None else update == "lazy"
     return VariantSpec(
         sigma=args.sigma or d.sigma,

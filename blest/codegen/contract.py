@@ -4,7 +4,9 @@ The control block is one ``u32`` array that every block reads after a barrier; :
 gives each field's offset, and the templates receive the same table (``#define CTL_<NAME>``), so
 the offsets the host reads are the offsets the kernels write. The buffer counts say how many
 rotating copies of the frontier and of the queue a variant keeps; the host sizes its allocations
-and the templates index them from these functions.
+and the templates index them from these functions. The block launch's shared memory (a visited
+bit per vertex, then the heads of its two frontier queues) is sized here too, for the engine and
+the tuner alike.
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ __all__ = [
     "SLOT_WORDS",
     "frontier_buffers",
     "queue_buffers",
+    "SMEM_STATIC_RESERVE",
+    "HOPPER_SMEM_OPTIN",
+    "BLOCK_SMEM_QUEUE",
+    "block_smem_bytes",
+    "block_max_vertices",
+    "block_smem_queue",
 ]
 
 
@@ -93,3 +101,33 @@ def frontier_buffers(spec: VariantSpec) -> int:
 def queue_buffers(spec: VariantSpec) -> int:
     """Rotation depth of the queue and its counters (eager resets two levels ahead)."""
     return 4 if spec.update == "eager" else 2
+
+
+#: Shared-memory bytes kept free of a kernel's dynamic share for what it declares statically.
+SMEM_STATIC_RESERVE = 4096
+#: Shared memory one block may opt in to on Hopper (sm_90): the tuner's figure when it has no
+#: device to ask.
+HOPPER_SMEM_OPTIN = 227 * 1024
+#: Most entries of each frontier queue the block launch keeps in shared memory (the rest spill
+#: to global memory); a deep graph's levels hold far fewer, and a smaller share leaves more of
+#: the multiprocessor's L1 cache to the adjacency reads.
+BLOCK_SMEM_QUEUE = 4096
+
+
+def block_smem_bytes(n: int, smem_queue: int) -> int:
+    """Dynamic shared memory of the block launch: ceil(n / 32) visited words, then two queues
+    of ``smem_queue`` 4-byte vertex ids."""
+    return 4 * ((n + 31) // 32) + 2 * 4 * smem_queue
+
+
+def block_max_vertices(limit: int) -> int:
+    """Most vertices whose visited bitmap fits in ``limit`` bytes of dynamic shared memory."""
+    return max(0, limit // 4) * 32
+
+
+def block_smem_queue(n: int, limit: int, most: int = BLOCK_SMEM_QUEUE) -> int:
+    """Entries of each queue the block launch keeps in shared memory within ``limit`` bytes:
+    at most ``most``, never more than n (a queue never holds more), 0 when only the bitmap
+    fits (every entry then goes to global memory). The bitmap itself must fit."""
+    room = (limit - block_smem_bytes(n, 0)) // 8
+    return int(max(0, min(most, n, room)))

@@ -1,8 +1,9 @@
 """Render a :class:`VariantSpec` into CUDA C++ through the jinja2 templates in blest/templates.
 
 One template per concern (MMA fragments, queue, top-down loop, eager/lazy update,
-finalization, bottom-up step, grid barrier, drivers); ``bfs.cu.j2`` stitches those the spec
-needs, so the rendered source holds no dead branches for other variants. Rendering is
+finalization, bottom-up step, grid barrier, drivers, and the one-block kernel of
+``launch="block"``); ``bfs.cu.j2`` stitches those the spec needs, so the rendered source holds
+no dead branches for other variants. Rendering is
 deterministic: the same spec gives byte-identical source.
 """
 
@@ -44,6 +45,14 @@ class KernelParam:
 
 def graph_params(spec: VariantSpec) -> list[KernelParam]:
     """Read-only graph arrays and sizes, in kernel-parameter order."""
+    if spec.launch == "block":  # no BVSS: the out-adjacency of the reordered graph
+        return [
+            KernelParam("const long long* __restrict__", "out_ptr", "n + 1 (out_csr)"),
+            KernelParam("const int* __restrict__", "out_idx", "out-neighbours"),
+            KernelParam("const int* __restrict__", "old_of_new", "n, or null for the identity"),
+            KernelParam("int", "n"),
+            KernelParam("int", "n_words", "ceil(n / 32)"),
+        ]
     params = [
         KernelParam("const int* __restrict__", "row_ids", "Nv * TAU row ids"),
         KernelParam("const u32* __restrict__", "masks", "Nv * 32 mask words"),
@@ -67,6 +76,15 @@ def graph_params(spec: VariantSpec) -> list[KernelParam]:
 
 def state_params(spec: VariantSpec) -> list[KernelParam]:
     """Per-traversal device state, in kernel-parameter order (after :func:`graph_params`)."""
+    if spec.launch == "block":
+        return [
+            KernelParam("int*", "queue", "2 * n: the global part of the two frontier queues"),
+            KernelParam("int", "smem_queue", "entries of each queue in shared memory"),
+            KernelParam("u32*", "ctl", "CTL_WORDS counters"),
+            KernelParam("int*", "levels", "n, internal ids (-1: not reached)"),
+            KernelParam("int*", "user_levels", "n, the user's ids, or null (identity ordering)"),
+            KernelParam("u64*", "level_clock", "null, or n + 2: when each level starts (ns)"),
+        ]
     params = [
         KernelParam("u32*", "visited", "n_words"),
         KernelParam("u32*", "frontier", "FRONTIER_BUFFERS * n_words"),
@@ -91,6 +109,8 @@ def state_params(spec: VariantSpec) -> list[KernelParam]:
 
 def kernel_names(spec: VariantSpec) -> dict[str, str]:
     """Entry points of the rendered module, by role."""
+    if spec.launch == "block":  # no init or unpermute pass: the one kernel does both
+        return {"bfs": f"{KERNEL_PREFIX}_bfs_block", "parents": f"{KERNEL_PREFIX}_parents"}
     names = {
         "init": f"{KERNEL_PREFIX}_init",
         "unpermute": f"{KERNEL_PREFIX}_unpermute",

@@ -11,8 +11,11 @@ Axes (docs/variants.md):
   (every VSS each level, skipping those whose frontier word is zero).
 * ``switching`` - lazy only: levels where #unvisited < eta * |Q_curr| run the CUDA-core
   bottom-up step (Alg. 4) over ``in_csr`` instead of the tensor cores; eta is a runtime argument.
-* ``launch`` - ``persistent`` (one cooperative kernel with grid barriers) or ``per_level``
-  (a host loop of one launch per stage per level).
+* ``launch`` - ``persistent`` (one cooperative kernel with grid barriers), ``per_level``
+  (a host loop of one launch per stage per level) or ``block`` (the whole BFS in one thread
+  block on CUDA cores: visited bits in shared memory, the frontier a queue of vertex ids, out-arcs
+  walked from the CSR; no BVSS, so only ``update="eager"``, ``dirty_sets=False``, ``queue="vss"``,
+  ``switching=False`` - one block variant per sigma, the sigma of the graph's preparation).
 
 Block size and blocks per SM are runtime choices, not spec fields. Later families (multi-source
 with kappa, the CUDA-core kernels) extend this class with fields whose defaults keep old JSON valid.
@@ -25,10 +28,10 @@ import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 
-from blest.defaults import SIGMAS
+from blest.defaults import DEFAULT_SIGMA, SIGMAS
 from blest.errors import ArgumentError
 
-__all__ = ["VariantSpec", "variants", "SPEC_FORMAT"]
+__all__ = ["VariantSpec", "variants", "SPEC_FORMAT", "BLOCK_AXES"]
 
 SPEC_FORMAT = 1
 
@@ -38,7 +41,15 @@ _CHOICES: dict[str, tuple] = {
     "dirty_sets": (False, True),
     "queue": ("vss", "sweep"),
     "switching": (False, True),
-    "launch": ("persistent", "per_level"),
+    "launch": ("persistent", "per_level", "block"),
+}
+
+#: The one combination of the other axes that ``launch="block"`` takes (it reads no BVSS).
+BLOCK_AXES: dict[str, object] = {
+    "update": "eager",
+    "dirty_sets": False,
+    "queue": "vss",
+    "switching": False,
 }
 
 
@@ -61,6 +72,21 @@ class VariantSpec:
                 raise ArgumentError(f"VariantSpec.{f.name} must be one of {allowed}, got {value!r}")
         if self.update == "eager" and (self.dirty_sets or self.switching):
             raise ArgumentError("dirty_sets and switching need update='lazy' (it owns V_next)")
+        if self.launch == "block":
+            wrong = [
+                f"{k}={getattr(self, k)!r}" for k, v in BLOCK_AXES.items() if getattr(self, k) != v
+            ]
+            if wrong:
+                need = ", ".join(f"{k}={v!r}" for k, v in BLOCK_AXES.items())
+                raise ArgumentError(
+                    f"launch='block' walks out-arcs on CUDA cores and reads no BVSS: it needs "
+                    f"{need}, got {', '.join(wrong)}"
+                )
+
+    @classmethod
+    def block(cls, sigma: int = DEFAULT_SIGMA) -> VariantSpec:
+        """The ``launch="block"`` variant at ``sigma`` (its other axes are fixed by the launch)."""
+        return cls(sigma=sigma, launch="block", **BLOCK_AXES)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ derived
     @property
@@ -76,6 +102,8 @@ class VariantSpec:
     @property
     def name(self) -> str:
         """A short identifier, also used as the kernel-name prefix."""
+        if self.launch == "block":
+            return f"s{self.sigma}_block"
         parts = [f"s{self.sigma}", self.update]
         if self.dirty_sets:
             parts.append("dirty")
@@ -120,5 +148,7 @@ def variants(**fixed) -> Iterator[VariantSpec]:
     for combo in itertools.product(*axes.values()):
         kwargs = dict(zip(axes, combo, strict=True))
         if kwargs["update"] == "eager" and (kwargs["dirty_sets"] or kwargs["switching"]):
+            continue
+        if kwargs["launch"] == "block" and any(kwargs[k] != v for k, v in BLOCK_AXES.items()):
             continue
         yield VariantSpec(**kwargs)

@@ -1,12 +1,14 @@
-"""Small GPU helpers shared by the engines: CuPy on demand, uploads, the memory guard."""
+"""Small GPU helpers shared by the engines: CuPy on demand, uploads, the out-adjacency of a
+prepared graph, the memory guard."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from blest.errors import DeviceMemoryError, GPUUnavailableError
+from blest.graph.prepared import Prepared
 
-__all__ = ["cupy_module", "device_buffers", "require_memory", "format_bytes"]
+__all__ = ["cupy_module", "device_buffers", "out_csr", "require_memory", "format_bytes"]
 
 
 def cupy_module() -> Any:
@@ -27,6 +29,22 @@ def device_buffers(cp: Any, **arrays: Any) -> dict[str, Any]:
         d = cp.asarray(a)
         out[name] = d if d.size else cp.zeros(1, dtype=d.dtype)
     return out
+
+
+def out_csr(xp: Any, prep: Prepared, in_ptr: Any, in_idx: Any) -> tuple[Any, Any]:
+    """Out-adjacency (int64 pointers, int32 heads) of the reordered graph from its in-adjacency
+    ``in_ptr``, ``in_idx`` (arrays of ``xp``: CuPy on the device, or NumPy): the in-adjacency
+    itself when the graph is undirected, else its transpose (a stable sort of the arcs by tail,
+    so each list is ascending)."""
+    if not prep.graph.directed or prep.graph.nnz == 0:
+        return in_ptr, in_idx
+    n = prep.n
+    heads = xp.repeat(xp.arange(n, dtype=xp.int32), xp.diff(in_ptr).astype(xp.int64))
+    order = xp.argsort(in_idx, kind="stable")
+    out_idx = heads[order]
+    out_ptr = xp.zeros(n + 1, dtype=xp.int64)
+    xp.cumsum(xp.bincount(in_idx, minlength=n), out=out_ptr[1:])
+    return out_ptr, out_idx
 
 
 def format_bytes(n: float) -> str:

@@ -4,10 +4,11 @@
 (a :class:`~blest.graph.Graph` is prepared first, its BVSS built on the GPU), compiles the variant
 through NVRTC (disk-cached) and keeps the per-traversal buffers for reuse. ``bfs(src)`` runs the
 init kernel and the traversal (one cooperative persistent launch, or a host loop of per-level
-launches) and returns int32 levels in the user's ids, -1 for unreachable. ``src`` may be a
-sequence of seeds (all at level 0); ``parents=True`` adds a post-pass kernel that picks a BFS
-parent for every reached vertex (the in-adjacency is uploaded at the first such call when the
-variant does not already hold it for its bottom-up step).
+launches) and returns int32 levels in the user's ids, -1 for unreachable (``launch="block"``:
+the out-adjacency instead of the BVSS, one launch of one block a call; :mod:`.engine_block`).
+``src`` may be a sequence of seeds (all at level 0); ``parents=True`` adds a post-pass kernel
+that picks a BFS parent for every reached vertex (the in-adjacency is uploaded at the first such
+call when the variant does not already hold it).
 
 Thread safety: calls on one Engine are serialized by a lock (they share device buffers); use one
 Engine per thread for concurrency. A kernel failure (a grid barrier that timed out) voids the
@@ -30,6 +31,7 @@ from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
 from blest.runtime.base import EngineBase
 from blest.runtime.device import cupy_module, device_buffers, require_memory
+from blest.runtime.engine_block import BlockLaunch
 from blest.runtime.engine_multi import GPUManySources, MultiSourceChoice
 from blest.runtime.msbfs import MSRunner
 from blest.runtime.protocol import BFSStats, Geometry
@@ -39,7 +41,7 @@ __all__ = ["Engine", "BFSStats"]
 PER_LEVEL_BATCH = 16
 
 
-class Engine(GPUManySources, EngineBase):
+class Engine(BlockLaunch, GPUManySources, EngineBase):
     """BFS on the GPU with one generated kernel variant.
 
     Parameters
@@ -57,7 +59,8 @@ class Engine(GPUManySources, EngineBase):
     device : int, optional
         CUDA device id (default: the current device).
     block_size, blocks_per_sm, grid_blocks, small_queue
-        Launch geometry (see :class:`~blest.runtime.protocol.Geometry`).
+        Launch geometry (see :class:`~blest.runtime.protocol.Geometry`); the block launch
+        runs ``block_size`` threads in one block and ignores the rest.
     record_levels : bool
         Record when each level starts (global timer), for :meth:`level_times_ms`.
     """
@@ -83,6 +86,8 @@ class Engine(GPUManySources, EngineBase):
         cp = self._cp = cupy_module()
         if spec is None:
             spec = VariantSpec(sigma=graph.sigma) if isinstance(graph, Prepared) else VariantSpec()
+        if spec.launch == "block":  # refuse a graph whose visited bitmap does not fit first
+            self._plan_block(graph.n)
         if isinstance(graph, Graph):
             if graph.n == 0:
                 raise ArgumentError("the graph has no vertices")
@@ -105,9 +110,26 @@ class Engine(GPUManySources, EngineBase):
 
     # ------------------------------------------------------------------ set-up
     def _upload(self, prep: Prepared) -> None:
-        cp, spec, b = self._cp, self.spec, prep.bvss
-        n = self.n
+        cp, spec, n = self._cp, self.spec, self.n
         self._n_words = (n + 31) // 32
+        if spec.launch == "block":
+            self._arrays, self._state = self._block_buffers(prep)
+        else:
+            self._arrays, self._state = self._bvss_buffers(prep)
+        names = [p.name for p in graph_params(spec)] + [p.name for p in state_params(spec)]
+        self._common_args = tuple({**self._arrays, **self._state}[name] for name in names)
+        self._launches: dict[tuple[str, int], Any] = {}  # PreparedLaunch by (role, extras)
+        self._seed_buffer = None  # internal seeds of multi-seed calls, grown on demand
+        self._parent_args: tuple | None = None  # (in_ptr, in_idx, user parents) once asked
+        self._pinned = cp.cuda.alloc_pinned_memory(4 * n)
+        self._host_levels = np.frombuffer(self._pinned, dtype=np.int32, count=n)
+        self._ctl_pinned = cp.cuda.alloc_pinned_memory(4 * CTL_WORDS)
+        self._host_ctl = np.frombuffer(self._ctl_pinned, dtype=np.uint32, count=CTL_WORDS)
+        self._events = (cp.cuda.Event(), cp.cuda.Event())
+
+    def _bvss_buffers(self, prep: Prepared) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(graph arrays, traversal state) of the BVSS variants."""
+        cp, spec, b, n = self._cp, self.spec, prep.bvss, self.n
         arrays = device_buffers(
             cp,
             row_ids=b.row_ids,
@@ -115,9 +137,11 @@ class Engine(GPUManySources, EngineBase):
             real_ptrs=b.real_ptrs,
             virtual_to_real=b.virtual_to_real,
         )
+        self._in_csr = None
         if spec.switching:
             arrays["in_ptr"] = cp.asarray(prep.in_ptr, dtype=cp.int64)
             arrays["in_idx"] = cp.asarray(prep.in_idx, dtype=cp.int32)
+            self._in_csr = (arrays["in_ptr"], arrays["in_idx"])
         identity = self.permutation.is_identity
         arrays["old_of_new"] = (
             np.uint64(0) if identity else cp.asarray(self.permutation.old_of_new, dtype=cp.int32)
@@ -128,20 +152,9 @@ class Engine(GPUManySources, EngineBase):
             n_vss=np.int32(b.n_vss),
             n_sets=np.int32(b.n_slice_sets),
         )
-        self._arrays = arrays
-        self._state = self._state_buffers(b.n_vss)
         # Reordered graphs: the user's ids, filled by the unpermute kernel after each traversal.
         self._user_levels = None if identity else cp.empty(n, dtype=cp.int32)
-        names = [p.name for p in graph_params(spec)] + [p.name for p in state_params(spec)]
-        self._common_args = tuple({**arrays, **self._state}[name] for name in names)
-        self._launches: dict[tuple[str, int], Any] = {}  # PreparedLaunch by (role, extras)
-        self._seed_buffer = None  # internal seeds of multi-seed calls, grown on demand
-        self._parent_args: tuple | None = None  # (in_ptr, in_idx, user parents) once asked
-        self._pinned = cp.cuda.alloc_pinned_memory(4 * n)
-        self._host_levels = np.frombuffer(self._pinned, dtype=np.int32, count=n)
-        self._ctl_pinned = cp.cuda.alloc_pinned_memory(4 * CTL_WORDS)
-        self._host_ctl = np.frombuffer(self._ctl_pinned, dtype=np.uint32, count=CTL_WORDS)
-        self._events = (cp.cuda.Event(), cp.cuda.Event())
+        return arrays, self._state_buffers(b.n_vss)
 
     def _state_buffers(self, n_vss: int) -> dict[str, Any]:
         cp, spec, words = self._cp, self.spec, self._n_words
@@ -174,7 +187,7 @@ class Engine(GPUManySources, EngineBase):
         names = kernel_names(self.spec)
         self._kernels = {role: self._module.get_function(name) for role, name in names.items()}
         main = self._kernels.get("bfs") or self._kernels["stage1"]
-        per_sm = max_active_blocks(main, geometry.block_size)
+        per_sm = max_active_blocks(main, geometry.block_size, self.shared_bytes)
         if per_sm < 1:
             raise GPUUnavailableError(
                 f"kernel {self.spec.name} cannot run {geometry.block_size} threads per block here"
@@ -188,6 +201,8 @@ class Engine(GPUManySources, EngineBase):
         if geometry.grid_blocks is not None:
             self.grid_size = min(self.grid_size, int(geometry.grid_blocks))
         self.small_queue = int(geometry.small_queue or 0)
+        if self.spec.launch == "block":
+            self._load_block(self.sms)
 
     @property
     def source(self) -> str:
@@ -249,11 +264,13 @@ class Engine(GPUManySources, EngineBase):
         key = (role, len(extra))
         prepared = self._launches.get(key)
         if prepared is None:
+            grid, shared_mem = self._launch_shape(role)
             prepared = self._launches[key] = PreparedLaunch(
                 self._kernels[role],
-                (self.grid_size,),
+                (grid,),
                 (self.block_size,),
                 self._common_args + extra,
+                shared_mem=shared_mem,
                 cooperative=cooperative,
             )
         else:
@@ -269,25 +286,29 @@ class Engine(GPUManySources, EngineBase):
 
     # The three phases of a call, separate so that benchmarks/profile_call.py can time each.
     def _submit_init(self, internal: Any) -> None:
-        """Enqueue the init kernel for one internal seed (an int) or several (sorted, unique)."""
+        """Enqueue the init kernel for one internal seed (an int) or several (sorted, unique);
+        the block launch only keeps the seed arguments (its traversal kernel initializes)."""
         if np.ndim(internal) == 0:
-            self._launch("init", (np.uint64(0), np.int32(1), np.int32(internal)))
-            return
-        seeds = np.asarray(internal, dtype=np.int32)
-        k = seeds.size
-        if self._seed_buffer is None or self._seed_buffer.size < k:
-            self._seed_buffer = self._cp.empty(max(k, 1024), dtype=self._cp.int32)
-        self._seed_buffer[:k].set(seeds)
-        self._launch("init", (self._seed_buffer, np.int32(k), np.int32(seeds[0])))
+            args: tuple = (np.uint64(0), np.int32(1), np.int32(internal))
+        else:
+            seeds = np.asarray(internal, dtype=np.int32)
+            k = seeds.size
+            if self._seed_buffer is None or self._seed_buffer.size < k:
+                self._seed_buffer = self._cp.empty(max(k, 1024), dtype=self._cp.int32)
+            self._seed_buffer[:k].set(seeds)
+            args = (self._seed_buffer, np.int32(k), np.int32(seeds[0]))
+        if self.spec.launch == "block":
+            self._block_seeds = args
+        else:
+            self._launch("init", args)
 
     def _prepare_parents(self) -> None:
         """Upload the in-adjacency (unless the variant holds it) and the parents buffer."""
         if self._parent_args is not None:
             return
         cp, prep = self._cp, self.prepared
-        arrays = self._arrays
-        if "in_ptr" in arrays:
-            in_ptr, in_idx = arrays["in_ptr"], arrays["in_idx"]
+        if self._in_csr is not None:  # the variant holds it already
+            in_ptr, in_idx = self._in_csr
         else:
             need = 8 * (self.n + 1) + 4 * int(prep.graph.nnz) + 4 * self.n
             require_memory(need, self._device_id, prep.graph)
@@ -298,16 +319,19 @@ class Engine(GPUManySources, EngineBase):
         self._parent_args = (in_ptr, in_idx, cp.empty(self.n, dtype=cp.int32))
 
     def _submit_traversal(self, limit: int) -> None:
-        """Enqueue the traversal (and the unpermute pass) between the two timing events."""
+        """Enqueue the traversal (and the unpermute pass) between the two timing events (the
+        block launch: its one kernel, which also initializes and writes the user's ids)."""
         eta = np.float64(self.eta)
         start, stop = self._events
         start.record()
-        if self.spec.launch == "persistent":
+        if self.spec.launch == "block":
+            self._launch("bfs", (*self._block_seeds, np.int32(limit)))
+        elif self.spec.launch == "persistent":
             extra = (np.int32(limit), eta, np.uint32(self.small_queue))
             self._launch("bfs", extra, cooperative=True)
         else:
             self._per_level_loop(limit, eta)
-        if self._user_levels is not None:
+        if self._user_levels is not None and self.spec.launch != "block":
             self._launch("unpermute", (self._user_levels,))
         stop.record()
 
@@ -415,7 +439,10 @@ class Engine(GPUManySources, EngineBase):
 
         After ``bfs(src, depth_limit=L)`` these are ``F_L``, ``visited`` (levels <= L) and
         ``Q_L`` as a sorted array of VSS ids with, in ``queue_sets``, the slice set each entry
-        carries (the sweep policy keeps no queue: None)."""
+        carries (the sweep policy keeps no queue: None). The block launch keeps its state in
+        shared memory: :class:`EngineError`."""
+        if self.spec.launch == "block":
+            raise EngineError("launch='block' keeps its traversal state in shared memory")
         level = self.stats.levels_run
         nq = queue_buffers(self.spec)
         ctl = self._state["ctl"].get()
@@ -447,7 +474,8 @@ class Engine(GPUManySources, EngineBase):
         self._arrays = self._state = {}
         self._common_args = ()
         self._launches = {}
-        self._user_levels = self._seed_buffer = self._parent_args = None
+        self._user_levels = self._seed_buffer = self._parent_args = self._in_csr = None
+        self._block_seeds = ()
         self._module = self._kernels = None
         self._pinned = self._ctl_pinned = None
         self._host_levels = self._host_ctl = None
@@ -465,5 +493,7 @@ def _resident_bytes(prep: Prepared, spec: VariantSpec) -> int:
 
 
 def _resident_from_sizes(n: int, nnz: int, spec: VariantSpec) -> int:
+    if spec.launch == "block":  # out-adjacency (and its transposition), levels, two queues
+        return 8 * (n + 1) + 24 * nnz + 16 * n
     slices = nnz  # at most one slice per arc
     return 4 * (slices + 32 * slices // spec.tau) + 16 * n + 12 * nnz

@@ -21,21 +21,25 @@ from typing import Any
 
 import numpy as np
 
-from blest.codegen.contract import CTL, CTL_WORDS, SLOT_WORDS
+from blest.codegen.contract import CTL, CTL_WORDS, SLOT_WORDS, SMEM_STATIC_RESERVE
 from blest.codegen.ms_render import MS_KERNEL, ms_params, render_ms
 from blest.codegen.msspec import MSSpec, queue_capacity, queue_smem_bytes, shared_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums
-from blest.runtime.device import cupy_module, device_buffers, format_bytes, require_memory
+from blest.runtime.device import (
+    cupy_module,
+    device_buffers,
+    format_bytes,
+    out_csr,
+    require_memory,
+)
 
 __all__ = ["MSRunner", "MSRun"]
 
 #: Seconds one launch should take (progress and Ctrl-C are handled between launches).
 LAUNCH_SECONDS = 0.25
-#: Shared-memory bytes the smem kernel declares statically, kept free of the dynamic share.
-SMEM_STATIC_RESERVE = 4096
 #: Per-slot buffers the smem form does not use (passed as one-word placeholders).
 _SLOT_BUFFERS = ("visited", "frontier", "next", "touched", "queued", "cnt")
 #: Share of the free device memory the block form's slots may take.
@@ -111,7 +115,7 @@ class MSRunner:
             in_idx=np.asarray(_host(prep.in_idx), dtype=np.int32),
         )
         if self.spec.expand == "csr":
-            g["out_ptr"], g["out_idx"] = _out_csr(cp, prep, g["in_ptr"], g["in_idx"])
+            g["out_ptr"], g["out_idx"] = out_csr(cp, prep, g["in_ptr"], g["in_idx"])
         else:
             g["out_ptr"] = g["out_idx"] = np.uint64(0)  # null: the BVSS expansions
         perm = prep.permutation
@@ -384,20 +388,6 @@ def _next_step(step: int, done: int, seconds: float, slots: int, form: str) -> i
     if form != "grid":
         want = max(slots, want // slots * slots)
     return want
-
-
-def _out_csr(cp: Any, prep: Prepared, in_ptr: Any, in_idx: Any) -> tuple[Any, Any]:
-    """Out-adjacency of the reordered graph, on the device: the in-adjacency itself when the
-    graph is undirected, else its transpose (a stable sort of the arcs by tail)."""
-    if not prep.graph.directed or prep.graph.nnz == 0:
-        return in_ptr, in_idx
-    n = prep.n
-    heads = cp.repeat(cp.arange(n, dtype=cp.int32), cp.diff(in_ptr).astype(cp.int64))
-    order = cp.argsort(in_idx, kind="stable")
-    out_idx = heads[order]
-    out_ptr = cp.zeros(n + 1, dtype=cp.int64)
-    cp.cumsum(cp.bincount(in_idx, minlength=n), out=out_ptr[1:])
-    return out_ptr, out_idx
 
 
 def _packed_sums(cp: Any, k: int) -> tuple[Any, tuple[Any, Any, Any]]:

@@ -17,11 +17,11 @@ trims every stage a little instead of leaving a whole part of the space untried:
 2. *refine* (to ``REFINE_SHARE``): the leaders run on every tuning source, then their eta grid,
    small-queue thresholds and per-level launch.
 3. *confirm* (the rest): the best configuration of each of the ``CONFIRM_K`` fastest (ordering,
-   sigma, geometry) groups runs on confirmation sources, drawn apart from the tuning and
-   held-out ones (variants of one group tend to err together on a few sources), in rounds
-   (each takes its turn; at most ``CONFIRM_ROUNDS``, fewer once one leads by more than the
-   noise). The pick is the fastest on confirmation: not the candidate that a few tuning
-   sources happened to favour.
+   sigma, geometry) groups (the block launch a group apart) runs on confirmation sources, drawn
+   apart from the tuning and held-out ones (variants of one group tend to err together on a few
+   sources), in rounds (each takes its turn; at most ``CONFIRM_ROUNDS``, fewer once one leads by
+   more than the noise). The pick is the fastest on confirmation: not the candidate that a few
+   tuning sources happened to favour.
 """
 
 from __future__ import annotations
@@ -274,15 +274,17 @@ class Search:
 
     def _confirm(self) -> None:
         """The best configuration of each of the CONFIRM_K best (ordering, sigma, geometry)
-        groups on the confirmation sources, in rounds."""
+        groups (the block launch a group apart) on the confirmation sources, in rounds."""
         if not self.confirm_sources:
             return
         full = len(self.sources) * self.repeats
         contenders: list[Candidate] = []
         groups: set[tuple] = set()  # one per (ordering, sigma, geometry): those err together
+        # (the block launch, another kernel altogether, is a group of its own)
         for t in self.best(len(self.results)):
             c = t.candidate
-            group = (c.ordering, c.spec.sigma, c.block_size, c.blocks_per_sm)
+            block = c.spec.launch == "block"
+            group = (c.ordering, c.spec.sigma, c.block_size, c.blocks_per_sm, block)
             if len(t.times_ms) == full and group not in groups and len(contenders) < CONFIRM_K:
                 groups.add(group)
                 contenders.append(c)

@@ -1,9 +1,10 @@
 """The tuner's search space: candidates = ordering × VariantSpec × eta × launch geometry.
 
 The coarse candidates are every persistent variant of the allowed sigmas at eta = 10, in both
-geometries, for every ordering; refinement adds, on the best few, the eta grid (switching
-variants), the small-queue threshold (persistent variants) and the per-level launch
-(:mod:`blest.tuning.search` runs the stages).
+geometries, for every ordering, and, where the graph's visited bitmap fits in one block's shared
+memory, the block launch (one block of 256 or 1024 threads); refinement adds, on the best few,
+the eta grid (switching variants), the small-queue threshold (persistent variants) and the
+per-level launch (:mod:`blest.tuning.search` runs the stages).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from blest.codegen.contract import HOPPER_SMEM_OPTIN, SMEM_STATIC_RESERVE, block_max_vertices
 from blest.codegen.spec import VariantSpec, variants
 from blest.defaults import DEFAULT_ETA, SIGMAS
 from blest.tuning.paper import paper_spec
@@ -21,9 +23,13 @@ __all__ = [
     "COARSE_ETA",
     "ETA_GRID",
     "GEOMETRIES",
+    "BLOCK_GEOMETRIES",
+    "HOPPER_SMEM_LIMIT",
     "SMALL_QUEUES",
     "Candidate",
     "persistent_specs",
+    "block_specs",
+    "block_fits",
     "coarse_candidates",
     "eta_variants",
     "small_queue_variants",
@@ -36,6 +42,10 @@ ETA_GRID = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 0.0)
 COARSE_ETA = DEFAULT_ETA
 #: (threads per block, blocks per SM or None for what the occupancy API allows)
 GEOMETRIES: tuple[tuple[int, int | None], ...] = ((256, None), (1024, 1))
+#: Threads of the one block of the block launch (launch="block").
+BLOCK_GEOMETRIES: tuple[int, ...] = (256, 1024)
+#: Dynamic shared memory a block may have where no device is asked (Hopper).
+HOPPER_SMEM_LIMIT = HOPPER_SMEM_OPTIN - SMEM_STATIC_RESERVE
 #: small_queue thresholds tried besides the engine's default (0: no one-block levels).
 SMALL_QUEUES = (32, 128)
 
@@ -106,9 +116,31 @@ def persistent_specs(sigmas: Iterable[int] = SIGMAS) -> list[VariantSpec]:
     return sorted((s for s in variants(launch="persistent") if s.sigma in wanted), key=_priority)
 
 
-def coarse_candidates(orderings: Sequence[str], sigmas: Iterable[int] = SIGMAS) -> list[Candidate]:
+def block_specs(sigmas: Iterable[int] = SIGMAS) -> list[VariantSpec]:
+    """The block-launch variant of each given sigma."""
+    wanted = set(sigmas)
+    return [s for s in variants(launch="block") if s.sigma in wanted]
+
+
+def block_fits(n: int, smem_limit: int = HOPPER_SMEM_LIMIT) -> bool:
+    """Whether the block launch's visited bitmap of ``n`` vertices fits in ``smem_limit`` bytes
+    of one block's dynamic shared memory (about 1.8M vertices on Hopper)."""
+    return n <= block_max_vertices(smem_limit)
+
+
+def coarse_candidates(
+    orderings: Sequence[str],
+    sigmas: Iterable[int] = SIGMAS,
+    *,
+    n: int | None = None,
+    smem_limit: int = HOPPER_SMEM_LIMIT,
+) -> list[Candidate]:
     """The coarse pass, interleaved: one candidate of each (geometry, ordering, sigma) group in
-    turn, each group most promising first, so that any prefix is a balanced sample."""
+    turn, each group most promising first, so that any prefix is a balanced sample. With the
+    graph's ``n``, the block launch joins each (ordering, sigma) group of each of its block
+    sizes when its bitmap fits in ``smem_limit`` bytes (:func:`block_fits`); without it, it
+    is left out."""
+    sigmas = tuple(sigmas)
     groups: dict[tuple, list[Candidate]] = {}
     for spec in persistent_specs(sigmas):
         for block, bps in GEOMETRIES:
@@ -116,6 +148,12 @@ def coarse_candidates(orderings: Sequence[str], sigmas: Iterable[int] = SIGMAS) 
                 eta = COARSE_ETA if spec.switching else None
                 c = Candidate(ordering, spec, eta, block, bps)
                 groups.setdefault((block, bps, ordering, spec.sigma), []).append(c)
+    if n is not None and block_fits(n, smem_limit):
+        for spec in block_specs(sigmas):
+            for block in BLOCK_GEOMETRIES:
+                for ordering in orderings:
+                    c = Candidate(ordering, spec, None, block, 1)
+                    groups.setdefault(("block", block, ordering, spec.sigma), []).append(c)
     return [c for row in itertools.zip_longest(*groups.values()) for c in row if c is not None]
 
 
@@ -134,8 +172,9 @@ def small_queue_variants(c: Candidate) -> list[Candidate]:
 
 
 def per_level_variant(c: Candidate) -> Candidate | None:
-    """The same candidate with one launch per level (small_queue does not apply)."""
-    if c.spec.launch == "per_level":
+    """The same candidate with one launch per level (small_queue does not apply); None for the
+    per-level and block launches."""
+    if c.spec.launch != "persistent":
         return None
     return replace(c, spec=replace(c.spec, launch="per_level"), small_queue=None)
 

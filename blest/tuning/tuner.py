@@ -39,7 +39,14 @@ from blest.tuning.prepare import (
 from blest.tuning.protocol import timing_sources
 from blest.tuning.publish import write_tuned
 from blest.tuning.search import Search, Timed, measure, relative
-from blest.tuning.space import Candidate, coarse_candidates, paper_candidate, persistent_specs
+from blest.tuning.space import (
+    Candidate,
+    block_fits,
+    block_specs,
+    coarse_candidates,
+    paper_candidate,
+    persistent_specs,
+)
 
 __all__ = ["TuneOutcome", "split_sources", "tune", "write_tuned", "HELD_OUT", "TUNING_SOURCES"]
 
@@ -190,6 +197,7 @@ def _paper_rules(
     seconds = 0.0
     if compile_check:
         specs = [*persistent_specs(sigmas), spec]
+        specs += block_specs(sigmas) if block_fits(graph.n) else []
         compiled, seconds = _compile_check(specs, DEFAULT_ARCH, notes, progress)
     else:
         notes.append("no kernel compiled (nothing can run them here)")
@@ -297,9 +305,11 @@ def _tune_gpu(
     import cupy
 
     from blest.codegen.toolchain import require_gpu
+    from blest.runtime.engine_block import device_smem_limit
     from blest.tuning.gpu import EngineFactory
 
-    _device, arch, gpu_name = require_gpu()
+    device, arch, gpu_name = require_gpu()
+    smem_limit = device_smem_limit(cupy, device)
     notes: list[str] = []
     tuning, held, note = split_sources(graph, n_sources)
     notes += [note] if note else []
@@ -310,6 +320,7 @@ def _tune_gpu(
         progress(f"BVSS sigma={DEFAULT_SIGMA} and U_div")
         u8 = u_div(preps[default].bvss(DEFAULT_SIGMA, xp=cupy))
         specs = [*persistent_specs(sigmas), paper_spec(u8, False), paper_spec(u8, True)]
+        specs += block_specs(sigmas) if block_fits(graph.n, smem_limit) else []
         compiled, compile_s = _compile_check(specs, arch, notes, progress)
         paper = _paper_baseline(factory, default, u8, tuning, progress)
         search = Search(
@@ -320,7 +331,8 @@ def _tune_gpu(
             repeats=repeats,
             progress=progress,
         )
-        search.run(coarse_candidates(list(preps), sigmas), baseline=paper)
+        coarse = coarse_candidates(list(preps), sigmas, n=graph.n, smem_limit=smem_limit)
+        search.run(coarse, baseline=paper)
         pick = _verified_pick(search, factory, graph, int(tuning[0]), set(sigmas), progress)
         report = _held_out(search, factory, pick, paper, held, progress)
         c = pick.candidate

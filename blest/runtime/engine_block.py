@@ -1,0 +1,122 @@
+"""The single-source engine's block launch (``launch="block"``, ``bfs_block.cu.j2``).
+
+The whole BFS runs in one thread block: its visited bitmap (a bit per vertex) and the heads of
+its two frontier queues live in the block's dynamic shared memory, the rest of the queues in
+global memory, and it walks the out-adjacency of the prepared (reordered) graph, uploaded once.
+One launch per call initializes the traversal, runs every level and writes the levels in both
+id spaces, so there is no init and no unpermute launch; the parents post-pass keeps a grid of
+its own. :class:`BlockLaunch` is mixed into :class:`blest.runtime.engine.Engine`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from blest.codegen.contract import (
+    CTL_WORDS,
+    SMEM_STATIC_RESERVE,
+    block_max_vertices,
+    block_smem_bytes,
+    block_smem_queue,
+)
+from blest.errors import ArgumentError
+from blest.graph.prepared import Prepared
+from blest.runtime.device import format_bytes, out_csr
+
+__all__ = ["BlockLaunch", "block_plan", "device_smem_limit"]
+
+
+def device_smem_limit(cp: Any, device_id: int) -> int:
+    """Dynamic shared memory one block may opt in to on ``device_id``, less the reserve for
+    what kernels declare statically."""
+    attrs = cp.cuda.Device(device_id).attributes
+    return int(attrs.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)) - SMEM_STATIC_RESERVE
+
+
+def block_plan(n: int, limit: int) -> tuple[int, int]:
+    """(queue entries in shared memory, dynamic shared-memory bytes) of the block launch on a
+    graph of ``n`` vertices within ``limit`` bytes; :class:`ArgumentError` when the visited
+    bitmap alone does not fit, saying how many vertices would."""
+    if block_smem_bytes(n, 0) > limit:
+        raise ArgumentError(
+            f"launch='block' keeps a visited bit per vertex in one block's shared memory: "
+            f"{format_bytes(limit)} hold {block_max_vertices(limit):,} vertices here, and the "
+            f"graph has {n:,}; use launch='persistent' or 'per_level'"
+        )
+    smem_queue = block_smem_queue(n, limit)
+    return smem_queue, block_smem_bytes(n, smem_queue)
+
+
+class BlockLaunch:
+    """The block launch's buffers, module geometry and launch (see the module docstring)."""
+
+    _cp: Any
+    _device_id: int
+    _kernels: dict[str, Any]
+    _record_levels: bool
+    n: int
+    permutation: Any
+    spec: Any
+    block_size: int
+    grid_size: int
+    smem_queue: int = 0  # entries of each frontier queue in shared memory
+    shared_bytes: int = 0  # dynamic shared memory of the traversal kernel
+    _pass_grid: int = 0  # blocks of the one-pass kernels (the parents post-pass)
+    _block_seeds: tuple = ()  # (seeds, n_seeds, src) of the pending call
+    _in_csr: tuple | None = None  # in-adjacency on the device, when a variant holds it
+
+    def _plan_block(self, n: int) -> None:
+        """Size the shared memory for ``n`` vertices on this device, or refuse the graph."""
+        self.smem_queue, self.shared_bytes = block_plan(
+            n, device_smem_limit(self._cp, self._device_id)
+        )
+
+    def _block_buffers(self, prep: Prepared) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(graph arrays, traversal state) of the block kernel; the in-adjacency is kept for
+        the parents post-pass when it is also the out-adjacency (undirected graphs)."""
+        cp, n = self._cp, self.n
+        in_ptr = cp.asarray(prep.in_ptr, dtype=cp.int64)
+        in_idx = cp.asarray(prep.in_idx, dtype=cp.int32)
+        if in_idx.size == 0:
+            in_idx = cp.zeros(1, dtype=cp.int32)  # kernels need a valid pointer
+        out_ptr, out_idx = out_csr(cp, prep, in_ptr, in_idx)
+        self._in_csr = (in_ptr, in_idx) if out_idx is in_idx else None
+        identity = self.permutation.is_identity
+        arrays = {
+            "out_ptr": out_ptr,
+            "out_idx": out_idx,
+            "old_of_new": (
+                np.uint64(0) if identity else cp.asarray(prep.permutation.old_of_new, cp.int32)
+            ),
+            "n": np.int32(n),
+            "n_words": np.int32((n + 31) // 32),
+        }
+        self._user_levels = None if identity else cp.empty(n, dtype=cp.int32)
+        state = {
+            "queue": cp.empty(2 * max(n, 1), dtype=cp.int32),
+            "smem_queue": np.int32(self.smem_queue),
+            "ctl": cp.zeros(CTL_WORDS, dtype=cp.uint32),
+            "levels": cp.empty(n, dtype=cp.int32),  # internal ids
+            "user_levels": np.uint64(0) if identity else self._user_levels,
+            "level_clock": (
+                cp.zeros(n + 2, dtype=cp.uint64) if self._record_levels else np.uint64(0)
+            ),
+        }
+        return arrays, state
+
+    def _load_block(self, sms: int) -> None:
+        """Geometry: one block for the traversal, a full grid for the parents post-pass (the
+        caller checked that one block of the traversal kernel fits)."""
+        from blest.runtime.launch import max_active_blocks
+
+        self.grid_size = 1
+        per_sm = max_active_blocks(self._kernels["parents"], self.block_size)
+        self._pass_grid = max(1, per_sm) * sms
+
+    def _launch_shape(self, role: str) -> tuple[int, int]:
+        """(blocks, dynamic shared-memory bytes) of a launch of kernel ``role``."""
+        if self.spec.launch != "block":
+            return self.grid_size, 0
+        return (1, self.shared_bytes) if role == "bfs" else (self._pass_grid, 0)

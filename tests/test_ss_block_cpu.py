@@ -1,0 +1,227 @@
+"""The single-source block kernel (``launch="block"``) run on the CPU (tests/cuda_cpu.py): one
+launch of one block of 64 or 128 threads does the whole traversal, as the engine launches it.
+Levels (internal and user ids) against SciPy on directed, disconnected, deep and power-law
+graphs, natural and reordered, from one seed and from several, with depth limits, with every
+queue entry in global memory (smem_queue = 0), a few in shared memory (spills every level) and
+all of them; outputs and state poisoned first; the control block against the reference (depth,
+visited, levels run) and the level timeline's slots; the buffers the engine builds for it, and
+its shared-memory plan. The gpu-marked tests run it on a device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cuda_cpu import build, have_compiler, run, small_zoo
+
+from blest.codegen.contract import (
+    BLOCK_SMEM_QUEUE,
+    CTL,
+    CTL_FIELDS,
+    CTL_WORDS,
+    HOPPER_SMEM_OPTIN,
+    SMEM_STATIC_RESERVE,
+    block_max_vertices,
+    block_smem_bytes,
+)
+from blest.codegen.render import graph_params, kernel_names, render, state_params
+from blest.codegen.spec import VariantSpec
+from blest.errors import ArgumentError
+from blest.graph.core import Graph
+from blest.graph.ordering import rcm
+from blest.graph.prepared import Prepared
+from blest.reference import bfs_levels
+from blest.runtime.device import out_csr
+from blest.runtime.engine_block import BlockLaunch, block_plan
+
+pytestmark = pytest.mark.skipif(not have_compiler(), reason="needs g++")
+
+SPEC = VariantSpec.block(8)
+POISON = 0x5A5A5A5A
+CLOCK_POISON = 0xDEADBEEFDEADBEEF
+#: Control words the kernel zeroes: all but the four it reports.
+ZEROED = [
+    f.offset + i
+    for f in CTL_FIELDS
+    if f.name not in ("DEPTH", "VISITED", "LEVELS_RUN", "DONE")
+    for i in range(f.words)
+]
+EXTRA = [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src"), ("int", "depth_limit")]
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    params = [(p.ctype, p.name) for p in graph_params(SPEC) + state_params(SPEC)]
+    launches = [(kernel_names(SPEC)["bfs"], EXTRA)]
+    return build(render(SPEC), launches, params, [], tmp_path_factory.mktemp("k"))
+
+
+def traverse(exe, prep: Prepared, seeds, *, threads: int, smem_queue: int, limit: int = -1):
+    """One launch from ``seeds`` (user ids); returns the written-back arrays."""
+    n = prep.n
+    in_ptr, in_idx = np.asarray(prep.in_ptr, dtype=np.int64), np.asarray(prep.in_idx, np.int32)
+    out_ptr, out_idx = out_csr(np, prep, in_ptr, in_idx)
+    internal = np.unique(np.asarray(prep.permutation.new_of_old)[np.asarray(seeds)])
+    identity = prep.permutation.is_identity
+    arrays = {
+        "out_ptr": np.asarray(out_ptr, dtype=np.int64),
+        "out_idx": np.asarray(out_idx, dtype=np.int32),
+        "old_of_new": None if identity else np.asarray(prep.permutation.old_of_new, np.int32),
+        "queue": np.full(2 * n, POISON, dtype=np.int32),
+        "ctl": np.full(CTL_WORDS, 77, dtype=np.uint32),
+        "levels": np.full(n, POISON, dtype=np.int32),
+        "user_levels": None if identity else np.full(n, POISON, dtype=np.int32),
+        "level_clock": np.full(2 * (n + 2), CLOCK_POISON, dtype=np.uint64),
+        "seeds": internal.astype(np.int32) if internal.size > 1 else None,
+    }
+    scalars = {"n": n, "n_words": (n + 31) // 32, "smem_queue": smem_queue,
+               "n_seeds": internal.size, "src": int(internal[0]), "depth_limit": limit}  # fmt: skip
+    return run(exe, arrays, scalars, threads, block_smem_bytes(n, smem_queue))
+
+
+def check(out, prep: Prepared, want: np.ndarray, ctx: str) -> int:
+    """Levels in both id spaces and the control block against the reference ``want``; returns
+    the levels run."""
+    new_of_old = np.asarray(prep.permutation.new_of_old)
+    user = out["levels"][new_of_old] if "user_levels" not in out else out["user_levels"]
+    np.testing.assert_array_equal(user, want, err_msg=ctx)
+    np.testing.assert_array_equal(out["levels"][new_of_old], want, err_msg=ctx)
+    ctl = out["ctl"]
+    depth = int(want.max())
+    reached = want >= 0
+    assert ctl[CTL["error"]] == 0 and ctl[CTL["done"]] == 1, ctx
+    assert np.int32(ctl[CTL["depth"]]) == depth, ctx
+    assert ctl[CTL["visited"]] == np.count_nonzero(reached), ctx
+    levels_run = int(ctl[CTL["levels_run"]])
+    clock = out["level_clock"]
+    assert (clock[: levels_run + 1] == 0).all(), ctx  # the shim's timer reads 0
+    assert (clock[levels_run + 1 :] == CLOCK_POISON).all(), ctx
+    assert (ctl[ZEROED] == 0).all(), ctx
+    return levels_run
+
+
+@pytest.mark.parametrize("threads", [64, 128])
+def test_levels_and_control_block_match_scipy(program, rng, threads):
+    for name, graph in small_zoo(rng, 300).items():
+        active = np.flatnonzero(graph.out_degree > 0)
+        for ordered in (False, True):
+            prep = Prepared.from_graph(graph, 8, rcm(graph) if ordered else None)
+            n = graph.n
+            cases = [  # (seeds, smem_queue): all in shared memory, none, a few (spills)
+                ([int(rng.choice(active))], n),
+                ([int(rng.choice(active))], 0),
+                ([int(x) for x in rng.choice(n, 5)] + [int(rng.choice(active))] * 2, 3),
+            ]
+            for seeds, smem_queue in cases:
+                ctx = f"{name} rcm={ordered} seeds={seeds} sq={smem_queue} threads={threads}"
+                full = bfs_levels(graph, seeds)
+                out = traverse(program, prep, seeds, threads=threads, smem_queue=smem_queue)
+                levels_run = check(out, prep, full, ctx)
+                assert levels_run == full.max() + 1, ctx  # stopped on an empty frontier
+
+
+def test_depth_limits(program, rng):
+    for name, graph in small_zoo(rng, 240).items():
+        active = np.flatnonzero(graph.out_degree > 0)
+        prep = Prepared.from_graph(graph, 8, rcm(graph))
+        seeds = [int(x) for x in rng.choice(active, 2)]
+        full = bfs_levels(graph, seeds)
+        deepest = int(full.max())
+        for limit in sorted({0, 1, deepest // 2, deepest, deepest + 1, deepest + 5}):
+            ctx = f"{name} seeds={seeds} depth_limit={limit}"
+            want = np.where(full <= limit, full, -1)
+            out = traverse(program, prep, seeds, threads=64, smem_queue=2, limit=limit)
+            levels_run = check(out, prep, want, ctx)
+            assert levels_run == min(limit, deepest + 1), ctx
+
+
+def test_graphs_without_arcs(program):
+    empty = np.zeros(0, dtype=np.int64)
+    for n in (1, 77):
+        graph = Graph.from_arcs(empty, empty, n, directed=n == 1)
+        prep = Prepared.from_graph(graph, 8)
+        for seeds in ([n - 1], list(range(0, n, 3))):
+            out = traverse(program, prep, seeds, threads=64, smem_queue=1)
+            check(out, prep, bfs_levels(graph, seeds), f"n={n} seeds={seeds}")
+
+
+def test_every_vertex_a_seed_and_an_isolated_seed(program, rng):
+    graph = small_zoo(rng, 120)["disconnected"]
+    prep = Prepared.from_graph(graph, 8)
+    out = traverse(program, prep, np.arange(graph.n), threads=64, smem_queue=7)
+    check(out, prep, np.zeros(graph.n, dtype=np.int32), "every vertex")
+    assert out["ctl"][CTL["levels_run"]] == 1
+    isolated = np.flatnonzero(graph.out_degree == 0)
+    if isolated.size:
+        v = int(isolated[0])
+        out = traverse(program, prep, [v], threads=64, smem_queue=0)
+        check(out, prep, bfs_levels(graph, v), "isolated seed")
+
+
+class HostBlock(BlockLaunch):
+    """The engine's block-launch buffers, built with NumPy in place of CuPy."""
+
+    def __init__(self, prep: Prepared, smem_queue: int, record_levels: bool) -> None:
+        self._cp, self.n, self.permutation = np, prep.n, prep.permutation
+        self.smem_queue, self._record_levels = smem_queue, record_levels
+
+
+@pytest.mark.parametrize("ordered", [False, True], ids=["natural", "rcm"])
+def test_the_engine_buffers_drive_the_kernel(program, rng, ordered):
+    """The arrays the engine uploads (out-adjacency, permutation, state), passed in the order of
+    its common arguments, give SciPy's levels where the engine reads them."""
+    for name in ("directed", "deep"):
+        graph = small_zoo(rng, 240)[name]
+        prep = Prepared.from_graph(graph, 8, rcm(graph) if ordered else None)
+        host = HostBlock(prep, smem_queue=5, record_levels=True)
+        arrays, state = host._block_buffers(prep)
+        assert (host._user_levels is None) == (not ordered)
+        assert (host._in_csr is not None) == (not graph.directed)
+        values = {**arrays, **state}
+        names = [p.name for p in graph_params(SPEC) + state_params(SPEC)]
+        assert set(values) == set(names)
+        scalars = {k: int(values[k]) for k in ("n", "n_words", "smem_queue")}
+        given = {k: v for k, v in values.items() if k not in scalars}
+        given = {k: (None if isinstance(v, np.uint64) else v) for k, v in given.items()}
+        seeds = np.sort(np.asarray(prep.permutation.new_of_old)[[0, graph.n // 2]])
+        given["seeds"] = seeds.astype(np.int32)
+        scalars.update(n_seeds=2, src=int(seeds[0]), depth_limit=-1)
+        out = run(program, given, scalars, 64, block_smem_bytes(prep.n, 5))
+        delivered = out["user_levels"] if ordered else out["levels"]
+        np.testing.assert_array_equal(delivered, bfs_levels(graph, [0, graph.n // 2]), name)
+
+
+def test_block_plan_fits_the_bitmap_or_says_how_many_vertices_fit():
+    limit = HOPPER_SMEM_OPTIN - SMEM_STATIC_RESERVE
+    most = block_max_vertices(limit)
+    assert 1_800_000 < most < 1_850_000
+    for n in (1, 31, 32, 33, 1000, 114_599, most - 32 * BLOCK_SMEM_QUEUE, most):
+        queue, nbytes = block_plan(n, limit)
+        assert nbytes == block_smem_bytes(n, queue) <= limit
+        assert 0 <= queue <= min(n, BLOCK_SMEM_QUEUE)
+    assert block_plan(114_599, limit)[0] == BLOCK_SMEM_QUEUE
+    assert block_plan(most, limit)[0] == 0  # only the bitmap: every entry in global memory
+    assert block_plan(100, 4 * 4 + 8 * 9)[0] == 9  # what is left after the bitmap
+    with pytest.raises(ArgumentError, match=f"{most:,} vertices here, and the graph has"):
+        block_plan(most + 1, limit)
+
+
+def test_launch_shapes():
+    host = HostBlock.__new__(HostBlock)
+    host.spec, host.grid_size, host.shared_bytes, host._pass_grid = SPEC, 1, 5000, 264
+    assert host._launch_shape("bfs") == (1, 5000)
+    assert host._launch_shape("parents") == (264, 0)
+    host.spec, host.grid_size = VariantSpec(), 132
+    assert host._launch_shape("bfs") == host._launch_shape("init") == (132, 0)
+
+
+def test_cpu_engines_take_the_block_variant(rng):
+    """Without a GPU the block variant still runs: SciPy's BFS, or the emulator of its levels."""
+    from blest.runtime import make_engine
+
+    graph = small_zoo(rng, 120)["directed"]
+    prep = Prepared.from_graph(graph, 8, rcm(graph))
+    seeds = [0, 5, 5]
+    for device in ("cpu", "emulator"):
+        with make_engine(prep, SPEC, device=device) as eng:
+            np.testing.assert_array_equal(eng.bfs(seeds), bfs_levels(graph, seeds), device)
+            assert eng.spec.name == "s8_block"
