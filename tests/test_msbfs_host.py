@@ -68,3 +68,17 @@ def test_queue_form_shared_queue_fits_the_block_and_the_level():
     assert _smem_queue_entries(1, 114_599, 256, block, sm, 0) == 0  # asked: none
     asked = _smem_queue_entries(1, 114_599, 256, block, sm, 10**9)  # asked: capped
     assert queue_smem_bytes(1, 114_599, asked) <= block < queue_smem_bytes(1, 114_599, asked + 1)
+
+
+def test_a_launch_argument_is_rewritten_when_it_changes():
+    from blest.runtime.msbfs import _same_argument
+
+    levels = np.zeros((2, 3), dtype=np.int32)  # stands in for a device array of levels
+    null = np.uint64(0)
+    assert _same_argument(levels, levels) and _same_argument(np.int32(5), np.int32(5))
+    assert not _same_argument(levels, null)  # bfs_many's levels, then closeness's null
+    assert not _same_argument(null, levels)
+    assert not _same_argument(levels, levels.copy())
+    assert not _same_argument(np.int32(5), np.int32(6))
+    assert not _same_argument(np.int32(5), np.int64(5))
+    assert not _same_argument(None, np.int32(0))  # the first launch of a run

@@ -331,8 +331,7 @@ class MSRunner:
         else:  # rewrite only what changed since the last launch (each set costs a few us)
             last = self._last_args
             for name, value in run.items():
-                old = last.get(name)
-                if old is not value and not (isinstance(value, np.generic) and old == value):
+                if not _same_argument(last.get(name), value):
                     self._prepared_launch.set(self._run_index[name], value)
         self._last_args = run
         self._prepared_launch()
@@ -388,6 +387,16 @@ def _next_step(step: int, done: int, seconds: float, slots: int, form: str) -> i
     if form != "grid":
         want = max(slots, want // slots * slots)
     return want
+
+
+def _same_argument(old: Any, new: Any) -> bool:
+    """Whether kernel argument ``new`` is what the last launch got: the same array object, or
+    a NumPy scalar of the same type and value (an array and a null pointer may take turns)."""
+    if old is new:
+        return True
+    if isinstance(old, np.generic) and isinstance(new, np.generic):
+        return old.dtype == new.dtype and old == new
+    return False
 
 
 def _packed_sums(cp: Any, k: int) -> tuple[Any, tuple[Any, Any, Any]]:
