@@ -31,7 +31,7 @@ from blest.graph.ordering import rcm
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
 from blest.runtime.device import out_csr
-from blest.runtime.engine_block import BlockLaunch, block_plan
+from blest.runtime.engine_block import BlockLaunch, block_plan, vertex_heads
 
 pytestmark = pytest.mark.skipif(not have_compiler(), reason="needs g++")
 
@@ -63,6 +63,7 @@ def traverse(exe, prep: Prepared, seeds, *, threads: int, smem_queue: int, limit
     internal = np.unique(np.asarray(prep.permutation.new_of_old)[np.asarray(seeds)])
     identity = prep.permutation.is_identity
     arrays = {
+        "heads": vertex_heads(np, np.asarray(out_ptr, np.int64), np.asarray(out_idx, np.int32)),
         "out_ptr": np.asarray(out_ptr, dtype=np.int64),
         "out_idx": np.asarray(out_idx, dtype=np.int32),
         "old_of_new": None if identity else np.asarray(prep.permutation.old_of_new, np.int32),
@@ -225,3 +226,18 @@ def test_cpu_engines_take_the_block_variant(rng):
         with make_engine(prep, SPEC, device=device) as eng:
             np.testing.assert_array_equal(eng.bfs(seeds), bfs_levels(graph, seeds), device)
             assert eng.spec.name == "s8_block"
+
+
+def test_vertex_records_hold_the_degree_and_the_first_heads(rng):
+    from blest.runtime.engine_block import INLINE_HEADS
+
+    graph = small_zoo(rng, 300)["power_law"]
+    assert graph.out_degree.max() > INLINE_HEADS  # some heads come from the CSR
+    records = vertex_heads(np, graph.out_ptr, graph.out_idx)
+    assert records.shape == (graph.n, 1 + INLINE_HEADS) and records.dtype == np.int32
+    for u in range(graph.n):
+        heads = graph.out_idx[graph.out_ptr[u] : graph.out_ptr[u + 1]]
+        k = min(heads.size, INLINE_HEADS)
+        assert records[u, 0] == heads.size
+        np.testing.assert_array_equal(records[u, 1 : 1 + k], heads[:k])
+        assert (records[u, 1 + k :] == -1).all()

@@ -47,6 +47,7 @@ def graph_params(spec: VariantSpec) -> list[KernelParam]:
     """Read-only graph arrays and sizes, in kernel-parameter order."""
     if spec.launch == "block":  # no BVSS: the out-adjacency of the reordered graph
         return [
+            KernelParam("const int4* __restrict__", "heads", "2n: degree, first 7 out-arcs"),
             KernelParam("const long long* __restrict__", "out_ptr", "n + 1 (out_csr)"),
             KernelParam("const int* __restrict__", "out_idx", "out-neighbours"),
             KernelParam("const int* __restrict__", "old_of_new", "n, or null for the identity"),

@@ -25,7 +25,27 @@ from blest.errors import ArgumentError
 from blest.graph.prepared import Prepared
 from blest.runtime.device import format_bytes, out_csr
 
-__all__ = ["BlockLaunch", "block_plan", "device_smem_limit"]
+__all__ = ["BlockLaunch", "block_plan", "device_smem_limit", "vertex_heads", "INLINE_HEADS"]
+
+#: Out-arcs of a vertex held in its 32-byte record beside its degree (see :func:`vertex_heads`).
+INLINE_HEADS = 7
+
+
+def vertex_heads(xp: Any, out_ptr: Any, out_idx: Any) -> Any:
+    """Per vertex a 32-byte record, int32 ``[degree, head_0, ..., head_6]`` (-1 past the degree),
+    as an (n, 8) array of NumPy or CuPy (``xp``). The block kernel reads a frontier vertex's
+    record with two 16-byte loads of one sector: on road networks and meshes the degree and
+    every head in one round trip to memory where the CSR takes two (out_ptr, then out_idx);
+    heads past the seventh still come from the CSR."""
+    n = int(out_ptr.size) - 1
+    starts = out_ptr[:-1]
+    degree = (out_ptr[1:] - starts).astype(xp.int32)
+    records = xp.full((n, 1 + INLINE_HEADS), -1, dtype=xp.int32)
+    records[:, 0] = degree
+    for k in range(INLINE_HEADS):
+        has = xp.nonzero(degree > k)[0]
+        records[has, 1 + k] = out_idx[starts[has] + k]
+    return records
 
 
 def device_smem_limit(cp: Any, device_id: int) -> int:
@@ -85,6 +105,7 @@ class BlockLaunch:
         self._in_csr = (in_ptr, in_idx) if out_idx is in_idx else None
         identity = self.permutation.is_identity
         arrays = {
+            "heads": vertex_heads(cp, out_ptr, out_idx),
             "out_ptr": out_ptr,
             "out_idx": out_idx,
             "old_of_new": (
