@@ -365,7 +365,7 @@ def test_space_holds_the_block_launch_where_its_bitmap_fits():
     assert {(c.ordering, c.spec, c.block_size) for c in block} == {
         (o, VariantSpec.block(s), b) for o in orderings for s in (8, 16) for b in BLOCK_GEOMETRIES
     }
-    assert len(block) == len(orderings) * 2 * len(BLOCK_GEOMETRIES) == 8
+    assert len(block) == len(orderings) * 2 * len(BLOCK_GEOMETRIES) == 12
     assert all(c.eta is None and c.blocks_per_sm == 1 for c in block)
     assert set(BLOCK_GEOMETRIES) == {256, 1024}
     assert all(small.index(c) < len(small) // 2 for c in block)  # in the first rounds

@@ -1,10 +1,10 @@
 """The tuner's search space: candidates = ordering × VariantSpec × eta × launch geometry.
 
 The coarse candidates are every persistent variant of the allowed sigmas at eta = 10, in both
-geometries, for every ordering, and, where the graph's visited bitmap fits in one block's shared
-memory, the block launch (one block of 256 or 1024 threads); refinement adds, on the best few,
-the eta grid (switching variants), the small-queue threshold (persistent variants) and the
-per-level launch (:mod:`blest.tuning.search` runs the stages).
+geometries, for every ordering, and, where the graph's visited bitmap fits in one block's
+shared memory, the block launch (one block of 256, 512 or 1024 threads); refinement adds, on
+the best few, the eta grid (switching variants), the small-queue threshold (persistent
+variants) and the per-level launch (:mod:`blest.tuning.search` runs the stages).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ COARSE_ETA = DEFAULT_ETA
 #: (threads per block, blocks per SM or None for what the occupancy API allows)
 GEOMETRIES: tuple[tuple[int, int | None], ...] = ((256, None), (1024, 1))
 #: Threads of the one block of the block launch (launch="block").
-BLOCK_GEOMETRIES: tuple[int, ...] = (256, 1024)
+BLOCK_GEOMETRIES: tuple[int, ...] = (512, 1024, 256)  # 512 was the fastest on luxembourg_osm
 #: Dynamic shared memory a block may have where no device is asked (Hopper).
 HOPPER_SMEM_LIMIT = HOPPER_SMEM_OPTIN - SMEM_STATIC_RESERVE
 #: small_queue thresholds tried besides the engine's default (0: no one-block levels).
