@@ -367,7 +367,7 @@ def test_space_holds_the_block_launch_where_its_bitmap_fits():
     }
     assert len(block) == len(orderings) * 2 * len(BLOCK_GEOMETRIES) == 12
     assert all(c.eta is None and c.blocks_per_sm == 1 for c in block)
-    assert set(BLOCK_GEOMETRIES) == {256, 1024}
+    assert set(BLOCK_GEOMETRIES) == {256, 512, 1024}
     assert all(small.index(c) < len(small) // 2 for c in block)  # in the first rounds
     assert block[0].label == "natural/s8_block 256x1"
     assert all(Candidate.from_dict(c.to_dict()) == c for c in block)

@@ -43,7 +43,7 @@ COARSE_ETA = DEFAULT_ETA
 #: (threads per block, blocks per SM or None for what the occupancy API allows)
 GEOMETRIES: tuple[tuple[int, int | None], ...] = ((256, None), (1024, 1))
 #: Threads of the one block of the block launch (launch="block").
-BLOCK_GEOMETRIES: tuple[int, ...] = (512, 1024, 256)  # 512 was the fastest on luxembourg_osm
+BLOCK_GEOMETRIES: tuple[int, ...] = (256, 512, 1024)  # 512: the fastest on luxembourg_osm
 #: Dynamic shared memory a block may have where no device is asked (Hopper).
 HOPPER_SMEM_LIMIT = HOPPER_SMEM_OPTIN - SMEM_STATIC_RESERVE
 #: small_queue thresholds tried besides the engine's default (0: no one-block levels).
