@@ -8,7 +8,15 @@ from typing import Any
 from blest.errors import DeviceMemoryError, GPUUnavailableError
 from blest.graph.prepared import Prepared
 
-__all__ = ["cupy_module", "device_buffers", "out_csr", "require_memory", "format_bytes"]
+__all__ = [
+    "cupy_module",
+    "device_buffers",
+    "device_smem_limit",
+    "out_csr",
+    "pinned_array",
+    "require_memory",
+    "format_bytes",
+]
 
 
 def cupy_module() -> Any:
@@ -28,6 +36,27 @@ def device_buffers(cp: Any, **arrays: Any) -> dict[str, Any]:
     for name, a in arrays.items():
         d = cp.asarray(a)
         out[name] = d if d.size else cp.zeros(1, dtype=d.dtype)
+    return out
+
+
+def device_smem_limit(cp: Any, device_id: int) -> int:
+    """Dynamic shared memory one block may opt in to on ``device_id``, less the reserve for
+    what kernels declare statically."""
+    from blest.codegen.contract import SMEM_STATIC_RESERVE
+
+    attrs = cp.cuda.Device(device_id).attributes
+    return int(attrs.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)) - SMEM_STATIC_RESERVE
+
+
+def pinned_array(cp: Any, count: int, dtype: Any) -> Any:
+    """A zeroed NumPy array of ``count`` items in page-locked host memory (device-to-host
+    copies into it skip a staging copy); it keeps its memory alive."""
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    memory = cp.cuda.alloc_pinned_memory(max(1, count) * dtype.itemsize)
+    out = np.frombuffer(memory, dtype=dtype, count=count)
+    out[:] = 0
     return out
 
 

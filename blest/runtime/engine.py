@@ -30,7 +30,7 @@ from blest.graph.core import Graph
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
 from blest.runtime.base import EngineBase
-from blest.runtime.device import cupy_module, device_buffers, require_memory
+from blest.runtime.device import cupy_module, device_buffers, pinned_array, require_memory
 from blest.runtime.engine_block import BlockLaunch
 from blest.runtime.engine_multi import GPUManySources, MultiSourceChoice
 from blest.runtime.msbfs import MSRunner
@@ -121,10 +121,8 @@ class Engine(BlockLaunch, GPUManySources, EngineBase):
         self._launches: dict[tuple[str, int], Any] = {}  # PreparedLaunch by (role, extras)
         self._seed_buffer = None  # internal seeds of multi-seed calls, grown on demand
         self._parent_args: tuple | None = None  # (in_ptr, in_idx, user parents) once asked
-        self._pinned = cp.cuda.alloc_pinned_memory(4 * n)
-        self._host_levels = np.frombuffer(self._pinned, dtype=np.int32, count=n)
-        self._ctl_pinned = cp.cuda.alloc_pinned_memory(4 * CTL_WORDS)
-        self._host_ctl = np.frombuffer(self._ctl_pinned, dtype=np.uint32, count=CTL_WORDS)
+        self._host_levels = pinned_array(cp, n, np.int32)
+        self._host_ctl = pinned_array(cp, CTL_WORDS, np.uint32)
         self._events = (cp.cuda.Event(), cp.cuda.Event())
 
     def _bvss_buffers(self, prep: Prepared) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -477,7 +475,6 @@ class Engine(BlockLaunch, GPUManySources, EngineBase):
         self._user_levels = self._seed_buffer = self._parent_args = self._in_csr = None
         self._block_seeds = ()
         self._module = self._kernels = None
-        self._pinned = self._ctl_pinned = None
         self._host_levels = self._host_ctl = None
         self.prepared = None  # type: ignore[assignment]  (its BVSS may live on the GPU)
 

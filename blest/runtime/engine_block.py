@@ -16,14 +16,13 @@ import numpy as np
 
 from blest.codegen.contract import (
     CTL_WORDS,
-    SMEM_STATIC_RESERVE,
     block_max_vertices,
     block_smem_bytes,
     block_smem_queue,
 )
 from blest.errors import ArgumentError
 from blest.graph.prepared import Prepared
-from blest.runtime.device import format_bytes, out_csr
+from blest.runtime.device import device_smem_limit, format_bytes, out_csr
 
 __all__ = ["BlockLaunch", "block_plan", "device_smem_limit", "vertex_heads", "INLINE_HEADS"]
 
@@ -46,13 +45,6 @@ def vertex_heads(xp: Any, out_ptr: Any, out_idx: Any) -> Any:
         has = xp.nonzero(degree > k)[0]
         records[has, 1 + k] = out_idx[starts[has] + k]
     return records
-
-
-def device_smem_limit(cp: Any, device_id: int) -> int:
-    """Dynamic shared memory one block may opt in to on ``device_id``, less the reserve for
-    what kernels declare statically."""
-    attrs = cp.cuda.Device(device_id).attributes
-    return int(attrs.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)) - SMEM_STATIC_RESERVE
 
 
 def block_plan(n: int, limit: int) -> tuple[int, int]:

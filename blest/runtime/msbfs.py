@@ -31,8 +31,10 @@ from blest.reference.centrality import SourceSums
 from blest.runtime.device import (
     cupy_module,
     device_buffers,
+    device_smem_limit,
     format_bytes,
     out_csr,
+    pinned_array,
     require_memory,
 )
 
@@ -138,7 +140,7 @@ class MSRunner:
         binary = compile_source(self.source, arch=self.arch, name=f"blest_{self.spec.name}.cu")
         self._kernel = load_module(binary, self.device_id).get_function(MS_KERNEL)
         attrs = self._cp.cuda.Device(self.device_id).attributes
-        limit = int(attrs.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)) - SMEM_STATIC_RESERVE
+        limit = device_smem_limit(self._cp, self.device_id)
         self.smem_queue = 0
         if self.spec.form == "queue":
             per_sm_bytes = int(attrs.get("MaxSharedMemoryPerMultiprocessor", limit))
@@ -209,7 +211,7 @@ class MSRunner:
             "ctl": cp.zeros(CTL_WORDS, dtype=cp.uint32),
             "smem_queue": np.int32(0),
         }
-        self._host_ctl = _pinned(cp, CTL_WORDS, np.uint32)
+        self._host_ctl = pinned_array(cp, CTL_WORDS, np.uint32)
 
     def _allocate_smem(self, max_slots: int | None) -> None:
         cp = self._cp
@@ -220,7 +222,7 @@ class MSRunner:
         self._state["queue"] = cp.zeros(2, dtype=cp.int32)
         self._state["ctl"] = cp.zeros(CTL_WORDS, dtype=cp.uint32)
         self._state["smem_queue"] = np.int32(self.smem_queue)
-        self._host_ctl = _pinned(cp, CTL_WORDS, np.uint32)
+        self._host_ctl = pinned_array(cp, CTL_WORDS, np.uint32)
 
     def _allocate_queue(self, max_slots: int | None) -> None:
         """The queue form: shared-memory state, plus each resident block's overflow queues."""
@@ -290,7 +292,7 @@ class MSRunner:
             k = int(len(sources))
             if self._sums_buffers is None or self._sums_buffers[0] != k:
                 packed, sums = _packed_sums(cp, k)
-                self._sums_buffers = (k, packed, sums, _pinned(cp, 3 * k, np.uint64))
+                self._sums_buffers = (k, packed, sums, pinned_array(cp, 3 * k, np.uint64))
             _, packed, sums, host = self._sums_buffers
             packed.data.memset_async(0, packed.nbytes)
             self.run(sources, sums=sums, progress=progress)
@@ -403,15 +405,6 @@ def _packed_sums(cp: Any, k: int) -> tuple[Any, tuple[Any, Any, Any]]:
     """One zeroed (3, k) device buffer and its rows as (dist, reach, harm) arrays."""
     packed = cp.zeros((3, k), dtype=cp.uint64)
     return packed, (packed[0], packed[1], packed[2].view(cp.float64))
-
-
-def _pinned(cp: Any, count: int, dtype: Any) -> np.ndarray:
-    """A zeroed host array in page-locked memory (device-to-host copies skip a staging copy)."""
-    dtype = np.dtype(dtype)
-    memory = cp.cuda.alloc_pinned_memory(max(1, count) * dtype.itemsize)
-    out = np.frombuffer(memory, dtype=dtype, count=count)
-    out[:] = 0
-    return out
 
 
 def _host(a: Any) -> Any:

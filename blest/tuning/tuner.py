@@ -305,7 +305,7 @@ def _tune_gpu(
     import cupy
 
     from blest.codegen.toolchain import require_gpu
-    from blest.runtime.engine_block import device_smem_limit
+    from blest.runtime.device import device_smem_limit
     from blest.tuning.gpu import EngineFactory
 
     device, arch, gpu_name = require_gpu()
