@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_util import graph_zoo, path_like, requires_gpu, sources
+from gpu_util import path_like, requires_gpu, seeded_zoo, sources
 
 from blest import VariantSpec, variants
 from blest.graph.bvss import build_bvss
@@ -23,10 +23,7 @@ STATEFUL = [s for s in variants() if s.launch != "block"]
 
 @pytest.fixture(scope="module")
 def zoo():
-    seed = int(np.random.SeedSequence().entropy) % 2**32
-    print(f"graph zoo seed {seed}")
-    rng = np.random.default_rng(seed)
-    return rng, graph_zoo(rng)
+    return seeded_zoo()
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_util import graph_zoo, path_like, requires_gpu
+from gpu_util import path_like, requires_gpu, seeded_zoo
 
 from blest.codegen.msspec import MSSpec, ms_variants
 from blest.graph.ordering import rcm
@@ -21,10 +21,7 @@ POISON = np.int32(0x5A5A5A5A)
 
 @pytest.fixture(scope="module")
 def zoo():
-    seed = int(np.random.SeedSequence().entropy) % 2**32
-    print(f"graph zoo seed {seed}")
-    rng = np.random.default_rng(seed)
-    return rng, graph_zoo(rng)
+    return seeded_zoo()
 
 
 def _engine(graph, sigma=8, perm=None, **ms):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_util import graph_zoo, path_like, requires_gpu, sources
+from gpu_util import path_like, requires_gpu, seeded_zoo, sources
 
 import blest
 from blest import VariantSpec, variants
@@ -36,10 +36,7 @@ FAMILIES = [
 
 @pytest.fixture(scope="module")
 def zoo():
-    seed = int(np.random.SeedSequence().entropy) % 2**32
-    print(f"graph zoo seed {seed}")
-    rng = np.random.default_rng(seed)
-    return rng, graph_zoo(rng)
+    return seeded_zoo()
 
 
 def _host(a):
