@@ -70,6 +70,7 @@ def variant_set(which: str) -> list[VariantSpec]:
                 VariantSpec(sigma=s, update="eager", queue="vss", switching=False),
             ]
         out.append(VariantSpec(sigma=8, update="lazy", dirty_sets=True, launch="per_level"))
+        out.append(VariantSpec.block(8))  # the whole BFS in one thread block
         return out
     if which.startswith("{"):
         return [VariantSpec.from_json(which)]
