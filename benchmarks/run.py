@@ -32,6 +32,7 @@ from blest.runtime.ordering import compute_ordering
 from blest.runtime.protocol import Geometry
 from blest.tuning.paper import paper_spec, three_run_rule
 from blest.tuning.protocol import bench_engine, scipy_ms, timing_sources
+from blest.tuning.space import block_fits
 
 #: Ordering the original C++ used on each anchor.
 ORDERING = {
@@ -148,6 +149,9 @@ class Bench:
 def time_variants(b: Bench, specs: list[VariantSpec], eta: float, geometries: list) -> list[dict]:
     rows = []
     for spec in specs:
+        if spec.launch == "block" and not block_fits(b.graph.n):
+            print(f"  {spec.name:<44} skipped: its visited bitmap does not fit a block", flush=True)
+            continue
         for geometry in geometries:
             with b.engine(spec, eta, geometry) as eng:
                 row = bench_engine(eng, b.graph, b.sources, b.name).to_dict()
