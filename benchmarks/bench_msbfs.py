@@ -15,7 +15,8 @@ whole calls, the first, which also loads CuPy's kernels, beside it) beside Netwo
 closeness (generalized variant, 16 threads) on the same graph, with the largest relative
 difference of the scores. sweep: the whole closeness call of every vertex with each given
 (form, kappa, block size), scores checked against the CPU reference on 16 vertices, and the
-engine's own call split into the runner's run and the rest. Results go to --out as JSON; a
+engine's own call split into the runner's run and the rest (``--forms dense``: every dense
+variant at each block size). Results go to --out as JSON; a
 table is printed last.
 """
 
@@ -29,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from graphs import anchor_graph
 
+from blest.codegen.dense import DenseSpec, dense_variants
 from blest.codegen.msspec import MSSpec
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_SIGMA, JACCARD_WINDOW
@@ -37,9 +39,10 @@ from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
 from blest.reference.centrality import closeness_from_sums, source_sums
 from blest.runtime.engine import Engine
+from blest.runtime.engine_multi import DenseChoice
 from blest.runtime.msbfs import MSRunner
 from blest.runtime.ordering import compute_ordering
-from blest.tuning.multi import MSCandidate, search_multi_source
+from blest.tuning.multi import MSCandidate, search_every_vertex, search_multi_source
 from blest.tuning.protocol import timing_sources
 
 SS_SPECS = {
@@ -167,12 +170,19 @@ def closeness(names: list[str], budget: float, with_nk: bool) -> list[dict]:
             eng.bfs(int(np.argmax(p.graph.out_degree)))
             depth = eng.stats.depth
         t0 = time.perf_counter()
-        best, table = search_multi_source(p, (8, 32), depth, budget, sample=8192)
+        pick = search_every_vertex(p, (8, 32), depth, budget, sample=8192, progress=print)
         search_s = time.perf_counter() - t0
-        c = best.candidate
+        table, c = pick.table, pick.best.candidate
+        dense = pick.dense and DenseChoice(
+            DenseSpec.from_dict(pick.dense["spec"]), pick.dense["block_size"]
+        )
+        label = f"{dense.spec.name} b{dense.block_size}" if dense else c.label
         with Engine(p(c.spec.sigma), VariantSpec(c.spec.sigma)) as eng:
-            eng.configure_multi_source(c.spec, eta=c.eta, block_size=c.block_size)
-            eng.ms_runner()  # compiled and allocated before the clock starts
+            eng.configure_multi_source(c.spec, eta=c.eta, block_size=c.block_size, dense=dense)
+            if dense:  # compiled and allocated before the clock starts
+                eng.dense_runner()
+            else:
+                eng.ms_runner(reverse=p.graph.directed)
             walls = []
             for _ in range(3):  # the first call also loads CuPy kernels and packs the launch
                 t0 = time.perf_counter()
@@ -180,8 +190,9 @@ def closeness(names: list[str], budget: float, with_nk: bool) -> list[dict]:
                 walls.append(time.perf_counter() - t0)
         wall = min(walls[1:])
         row = {"graph": name, "n": p.graph.n, "arcs": p.graph.nnz, "depth": depth,
-               "variant": c.label, "blest_s": wall, "first_call_s": walls[0], "walls": walls,
-               "search_s": search_s, "table": [t.to_dict() for t in table]}  # fmt: skip
+               "variant": label, "batched": c.label, "blest_s": wall, "first_call_s": walls[0],
+               "walls": walls, "search_s": search_s, "table": [t.to_dict() for t in table],
+               "dense_table": [t.to_dict() for t in pick.dense_table or []]}  # fmt: skip
         nk_result = networkit_closeness(p.graph) if with_nk else None
         if nk_result is not None:
             nk_s, nk_scores = nk_result
@@ -192,7 +203,7 @@ def closeness(names: list[str], budget: float, with_nk: bool) -> list[dict]:
             f" | NetworKit {row['networkit_s']:.2f} s, {row['speedup']:.0f}x" if nk_result else ""
         )
         print(
-            f"{name}: closeness {wall:.4f} s (first call {walls[0]:.4f} s) with {c.label}{extra}",
+            f"{name}: closeness {wall:.4f} s (first call {walls[0]:.4f} s) with {label}{extra}",
             flush=True,
         )
         for t in sorted(table, key=lambda t: t.seconds_per_source or 1e9)[:6]:
@@ -209,7 +220,9 @@ def sweep(names: list[str], forms, kappas, blocks, etas, reps: int) -> list[dict
         g = p.graph
         check = np.random.default_rng(1).choice(g.n, min(16, g.n), replace=False)
         want = closeness_from_sums(source_sums(g, check, reverse=g.directed), g.n)
-        for form in forms:
+        if "dense" in forms:
+            rows += [{"graph": name, **r} for r in sweep_dense(p, check, want, blocks, reps)]
+        for form in [f for f in forms if f != "dense"]:
             for kappa in kappas:
                 expand = "csr" if form in ("queue", "smem", "block") else "shuffle"
                 try:
@@ -221,7 +234,7 @@ def sweep(names: list[str], forms, kappas, blocks, etas, reps: int) -> list[dict
                            "block": block, "eta": eta}  # fmt: skip
                     try:
                         with Engine(p(DEFAULT_SIGMA), VariantSpec(DEFAULT_SIGMA)) as eng:
-                            eng.configure_multi_source(spec, eta=eta, block_size=block)
+                            eng.configure_multi_source(spec, eta=eta, block_size=block, dense=None)
                             runner = eng.ms_runner(reverse=g.directed)
                             eng.closeness(check)  # warm: module, launch packing
                             walls = []
@@ -249,6 +262,67 @@ def sweep(names: list[str], forms, kappas, blocks, etas, reps: int) -> list[dict
                             flush=True,
                         )
     return rows
+
+
+def sweep_dense(p: Prepare, check, want, blocks, reps: int) -> list[dict]:
+    """Whole closeness calls of every vertex with each dense variant and block size."""
+    rows, g = [], p.graph
+    for spec in dense_variants():
+        for block in blocks:
+            row = {"n": g.n, "arcs": g.nnz, "variant": spec.name, "block": block}
+            try:
+                with Engine(p(DEFAULT_SIGMA), VariantSpec(DEFAULT_SIGMA)) as eng:
+                    eng.configure_multi_source(dense=DenseChoice(spec, block))
+                    runner = eng.dense_runner()
+                    eng.closeness()  # warm: module, launch packing
+                    walls = []
+                    for _ in range(reps):
+                        t0 = time.perf_counter()
+                        scores = eng.closeness()
+                        walls.append(time.perf_counter() - t0)
+                    ok = np.allclose(scores[check], want, rtol=1e-12, atol=0)
+                    row.update(blest_s=min(walls), walls=walls, ok=bool(ok))
+                    row.update(depth=runner.depth, runner_s=_best_of(reps, runner.sums))
+                    row.update(sums_s=_best_of(reps, eng.source_sums))
+                    row.update(kernel_s=_kernel_seconds(p.cp, runner, reps))
+                    row.update(memory=runner.memory_summary())
+            except Exception as exc:  # a variant that cannot run here is reported
+                row.update(error=f"{type(exc).__name__}: {exc}"[:200])
+            rows.append(row)
+            if "error" in row:
+                print(f"{spec.name} b{block}: {row['error']}", flush=True)
+            else:
+                print(
+                    f"{spec.name} b{block}: whole call {row['blest_s'] * 1e3:.3f} ms, "
+                    f"source_sums {row['sums_s'] * 1e3:.3f}, runner {row['runner_s'] * 1e3:.3f}, "
+                    f"kernel {row['kernel_s'] * 1e3:.3f} ms ({row['depth']} levels) "
+                    f"{'ok' if row['ok'] else 'WRONG'}",
+                    flush=True,
+                )
+    return rows
+
+
+def _best_of(reps: int, call) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _kernel_seconds(cp, runner, reps: int) -> float:
+    """The dense kernel alone, between two CUDA events (best of ``reps``)."""
+    best = float("inf")
+    for _ in range(reps):
+        runner._ctl.fill(0)
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        runner._launch()
+        stop.record()
+        stop.synchronize()
+        best = min(best, cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    return best
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,11 +54,32 @@ struct alignas(8) int2 { int x, y; };  // CUDA aligns these as the GPU loads the
 inline int2 make_int2(int x, int y) { return int2{x, y}; }
 struct alignas(16) int4 { int x, y, z, w; };
 inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 template <class T> inline T __ldg(const T* p) { return *p; }
+// Loads and stores of up to 8 bytes are atomic, as on the GPU; wider vectors (int4, uint4) are
+// copied word by word, each word atomic, as a GPU's 128-bit access may also be seen in parts.
 template <class T> inline T __ldcg(const T* p) {
-    T v; __atomic_load(p, &v, __ATOMIC_RELAXED); return v; }
-template <class T> inline void __stcg(T* p, T v) { __atomic_store(p, &v, __ATOMIC_RELAXED); }
+    T v;
+    if constexpr (sizeof(T) <= 8) {
+        __atomic_load(p, &v, __ATOMIC_RELAXED);
+    } else {
+        const unsigned* s = reinterpret_cast<const unsigned*>(p);
+        unsigned* d = reinterpret_cast<unsigned*>(&v);
+        for (unsigned i = 0; i < sizeof(T) / 4; ++i)
+            d[i] = __atomic_load_n(s + i, __ATOMIC_RELAXED);
+    }
+    return v; }
+template <class T> inline void __stcg(T* p, T v) {
+    if constexpr (sizeof(T) <= 8) {
+        __atomic_store(p, &v, __ATOMIC_RELAXED);
+    } else {
+        unsigned* d = reinterpret_cast<unsigned*>(p);
+        const unsigned* s = reinterpret_cast<const unsigned*>(&v);
+        for (unsigned i = 0; i < sizeof(T) / 4; ++i)
+            __atomic_store_n(d + i, s[i], __ATOMIC_RELAXED);
+    } }
 #define SEQ_CST __ATOMIC_SEQ_CST
 template <class T, class U> inline T atomicAdd(T* p, U v) {
     return __atomic_fetch_add(p, (T)v, SEQ_CST); }

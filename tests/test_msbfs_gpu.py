@@ -28,8 +28,8 @@ def _engine(graph, sigma=8, perm=None, **ms):
     from blest.runtime.engine import Engine
 
     eng = Engine(Prepared.from_graph(graph, sigma, perm))
-    if ms:
-        eng.configure_multi_source(**ms)
+    if ms:  # the batched kernel for every vertex too (tests/test_dense_gpu.py: the dense form)
+        eng.configure_multi_source(**{"dense": None, **ms})
     return eng
 
 

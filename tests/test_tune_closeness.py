@@ -12,9 +12,11 @@ from random_graphs import make_power_law
 import blest
 import blest.centrality as bc
 from blest.cli import tune_main
+from blest.codegen.dense import DenseSpec
 from blest.codegen.msspec import MSSpec
 from blest.datasets import write_mtx
 from blest.errors import ConfigError
+from blest.runtime.engine_multi import DenseChoice
 from blest.tuning.config import TunedConfig
 
 
@@ -71,17 +73,41 @@ def test_load_tuned_applies_the_multi_source_choice(tuned, monkeypatch):
         def __init__(self, prepared, spec, **kw):
             pass
 
-        def configure_multi_source(self, spec, *, eta, block_size):
-            seen.update(spec=spec, eta=eta, block_size=block_size)
+        def configure_multi_source(self, spec, *, eta, block_size, dense):
+            seen.update(spec=spec, eta=eta, block_size=block_size, dense=dense)
 
     monkeypatch.setattr("blest.runtime.engine.Engine", FakeEngine)
     monkeypatch.setattr(
         "blest.codegen.toolchain.require_gpu", lambda d=None: (0, "sm_90", "NVIDIA H200")
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        blest.load_tuned(path, device="gpu")
-    assert seen == {"spec": choice, "eta": 2.0, "block_size": 512}
+
+    def load() -> dict:
+        seen.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            blest.load_tuned(path, device="gpu")
+        return dict(seen)
+
+    # a config from before the dense form leaves the every-vertex choice to the engine
+    assert load() == {"spec": choice, "eta": 2.0, "block_size": 512, "dense": "auto"}
+    cfg.multi_source["dense"] = None  # timed, and the batched kernel won
+    cfg.write(path)
+    assert load()["dense"] is None
+    cfg.multi_source["dense"] = {"spec": DenseSpec(4, 16).to_dict(), "block_size": 256}
+    cfg.write(path)
+    assert load()["dense"] == DenseChoice(DenseSpec(4, 16), 256)
+
+
+def test_dense_choice_is_checked(tuned):
+    _, path = tuned
+    data = json.loads(path.read_text())
+    base = {"spec": MSSpec().to_dict(), "eta": 1.0, "block_size": 256}
+    for bad in ({"spec": {"vec": 3}, "block_size": 256}, {"spec": DenseSpec().to_dict()},
+                {"spec": DenseSpec().to_dict(), "block_size": 48}, [1, 2]):  # fmt: skip
+        data["multi_source"] = {**base, "dense": bad}
+        path.write_text(json.dumps(data))
+        with pytest.raises(ConfigError, match="multi_source"):
+            TunedConfig.read(path)
 
 
 def test_candidate_order_follows_depth_and_sample():

@@ -189,10 +189,12 @@ def compile_source(
 
 
 def _resolve(item: Any) -> tuple[str, str, str]:
-    """(source, file name, label) of a source string, a VariantSpec or an MSSpec (rendered)."""
+    """(source, file name, label) of a source string, a VariantSpec, an MSSpec or a DenseSpec
+    (rendered)."""
     if isinstance(item, str):
         return item, "blest.cu", "source"
     # lazily: rendering pulls in jinja2 and the templates
+    from blest.codegen.dense import DenseSpec
     from blest.codegen.msspec import MSSpec
 
     label = str(getattr(item, "name", type(item).__name__))
@@ -200,6 +202,10 @@ def _resolve(item: Any) -> tuple[str, str, str]:
         from blest.codegen.ms_render import render_ms
 
         source = render_ms(item)
+    elif isinstance(item, DenseSpec):
+        from blest.codegen.dense import render_dense
+
+        source = render_dense(item)
     else:
         from blest.codegen.render import render
 

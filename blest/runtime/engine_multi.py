@@ -1,5 +1,7 @@
 """The GPU engine's many-source calls: the multi-source kernel it runs, chosen by a tuned config
-or by default from the graph's depth, on the graph or its reverse (for BFS over in-arcs)."""
+or by default from the graph's depth, on the graph or its reverse (for BFS over in-arcs); and,
+for the sums of every vertex at once, the dense form where a config or the graph's size and
+depth choose it."""
 
 from __future__ import annotations
 
@@ -9,17 +11,23 @@ from typing import Any
 
 import numpy as np
 
+from blest.codegen.dense import DenseSpec, row_words
 from blest.codegen.msspec import MSSpec, queue_smem_bytes
 from blest.defaults import QUEUE_KAPPAS
 from blest.errors import ArgumentError
 from blest.reference.centrality import SourceSums
+from blest.runtime.dense import DENSE_BLOCK_SIZE, DenseRunner, dense_fits
 from blest.runtime.msbfs import MSRunner
 from blest.runtime.multi import Progress, gpu_bfs_many, gpu_source_sums
 
-__all__ = ["GPUManySources", "MultiSourceChoice", "DEEP_GRAPH_LEVELS"]
+__all__ = ["GPUManySources", "MultiSourceChoice", "DenseChoice", "DEEP_GRAPH_LEVELS"]
 
 #: BFS depth from which the default multi-source kernel runs one batch per block.
 DEEP_GRAPH_LEVELS = 64
+#: The dense form an engine takes by default, and the most bytes of rows it may be predicted to
+#: pull (in-arcs x row bytes x depth; about 16 ms at 4 TB/s) for the default to take it.
+DEFAULT_DENSE = DenseSpec(4, 16)
+DENSE_AUTO_BYTES = 64 << 30
 #: Shared memory of a block of the default queue form: a seventh of a Hopper multiprocessor's
 #: (seven batches of 256 threads per multiprocessor; on luxembourg_osm kappa = 2 at 256
 #: threads was the fastest, see benchmarks/NOTES.md), or at most what one block may have.
@@ -37,11 +45,23 @@ class MultiSourceChoice:
     blocks_per_sm: int | None = None
 
 
+@dataclass(frozen=True)
+class DenseChoice:
+    """The dense form of an engine's every-vertex sums."""
+
+    spec: DenseSpec
+    block_size: int = DENSE_BLOCK_SIZE
+
+
 class GPUManySources:
     """Mixed into :class:`blest.runtime.engine.Engine` (it provides the graph, lock, device)."""
 
     _ms_choice: MultiSourceChoice | None
     _runners: dict[bool, MSRunner]
+    #: "auto" (the graph decides), None (the batched forms) or a DenseChoice.
+    _dense_choice: DenseChoice | str | None = "auto"
+    _dense: dict[str, DenseRunner | None] | None = None  # the built runner (None: not used)
+    _depth_sample: int | None = None
 
     def configure_multi_source(
         self,
@@ -50,16 +70,66 @@ class GPUManySources:
         eta: float | None = None,
         block_size: int | None = None,
         blocks_per_sm: int | None = None,
+        dense: DenseChoice | str | None = "auto",
     ) -> None:
         """Choose the multi-source kernel of :meth:`bfs_many`, :meth:`closeness` and
-        :meth:`harmonic` (a tuned config does this); None keeps the default for that field."""
+        :meth:`harmonic` (a tuned config does this); None keeps the default for that field.
+        ``dense``: how the sums of every vertex run: a :class:`DenseChoice`, None (the batched
+        kernel) or "auto" (the dense form on small shallow graphs, see :meth:`dense_runner`)."""
         if spec is not None and spec.sigma != self.spec.sigma:
             raise ArgumentError(f"{spec.name} needs sigma={self.spec.sigma} on this engine")
+        if not (dense is None or dense == "auto" or isinstance(dense, DenseChoice)):
+            raise ArgumentError(f"dense must be 'auto', None or a DenseChoice, got {dense!r}")
         self._ms_choice = MultiSourceChoice(
             spec, self.eta if eta is None else float(eta), block_size or self.block_size,
             blocks_per_sm,
         )  # fmt: skip
+        self._dense_choice = dense
         self._close_runners()
+
+    def dense_runner(self) -> DenseRunner | None:
+        """The dense runner of this engine's every-vertex sums, built on first use; None where
+        the batched kernel runs them: by choice, or by default ("auto") on graphs the dense form
+        does not take (see :func:`~blest.runtime.dense.dense_fits`), deep ones, and those
+        whose predicted pull exceeds DENSE_AUTO_BYTES."""
+        if self._dense is None:
+            choice = self._dense_choice
+            if choice == "auto":
+                choice = self._default_dense()
+            runner = None
+            if isinstance(choice, DenseChoice):
+                with self._cp.cuda.Device(self._device_id):
+                    runner = DenseRunner(
+                        self.prepared, choice.spec, device=self._device_id,
+                        block_size=choice.block_size,
+                    )  # fmt: skip
+            self._dense = {"runner": runner}
+        return self._dense["runner"]
+
+    def _default_dense(self) -> DenseChoice | None:
+        n, arcs = self.n, int(self.prepared.in_ptr[-1])
+        free, _ = self._cp.cuda.runtime.memGetInfo()
+        if not dense_fits(DEFAULT_DENSE, n, arcs, free):
+            return None
+        depth = self._sampled_depth()
+        pull = 4 * arcs * row_words(DEFAULT_DENSE, n) * max(depth, 1)
+        if depth >= DEEP_GRAPH_LEVELS or pull > DENSE_AUTO_BYTES:
+            return None
+        warnings.warn(
+            f"this engine was not tuned for many sources: the sums of every vertex use "
+            f"{DEFAULT_DENSE.name} (all {n:,} BFSs at once; BFS depth {depth} from a sample "
+            "source); blest-tune --workload closeness tunes it",
+            RuntimeWarning,
+            stacklevel=7,
+        )
+        return DenseChoice(DEFAULT_DENSE)
+
+    def _sampled_depth(self) -> int:
+        """The BFS depth from a highest-out-degree vertex (measured once)."""
+        if self._depth_sample is None:
+            self.bfs(int(np.argmax(self.graph.out_degree)), out="device")
+            self._depth_sample = int(self.stats.depth)
+        return self._depth_sample
 
     def ms_runner(self, *, reverse: bool = False) -> MSRunner:
         """The multi-source runner on this graph (``reverse``: its arcs reversed), built on
@@ -83,9 +153,7 @@ class GPUManySources:
         largest kappa whose visited bits take at most a seventh of a multiprocessor's shared
         memory (the smallest, if only that fits a block), else kappa = 32 per block with the
         CUDA-core out-arc expansion; said in a warning."""
-        start = int(np.argmax(self.graph.out_degree))
-        self.bfs(start, out="device")
-        depth = self.stats.depth
+        depth = self._sampled_depth()
         deep = depth >= DEEP_GRAPH_LEVELS
         if deep:
             spec = MSSpec(self.spec.sigma, 32, "block", "csr")
@@ -114,3 +182,7 @@ class GPUManySources:
         for runner in self._runners.values():
             runner.close()
         self._runners = {}
+        dense = (self._dense or {}).get("runner")
+        if dense is not None:
+            dense.close()
+        self._dense = None

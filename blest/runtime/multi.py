@@ -107,10 +107,15 @@ def gpu_bfs_many(
 
 def gpu_source_sums(engine: Any, users: np.ndarray, progress: Progress | None = None) -> SourceSums:
     """Exact sums of BFSs over in-arcs from every source (the caller's order)."""
-    runner = engine.ms_runner(reverse=engine.graph.directed)
     if users.size == engine.n and np.array_equal(users, np.arange(engine.n)):
-        # Every vertex: internal ids 0 .. n-1 in order, user u's at new_of_old[u].
+        # Every vertex: internal ids 0 .. n-1 in order, user u's at new_of_old[u]. The dense
+        # form's per-target sums over all sources are these sums (distances to each vertex).
+        dense = engine.dense_runner()
+        if dense is not None:
+            return dense.sums(progress=progress).take(engine._new_of_old)
+        runner = engine.ms_runner(reverse=engine.graph.directed)
         return runner.source_sums(None, progress).take(engine._new_of_old)
+    runner = engine.ms_runner(reverse=engine.graph.directed)
     internal, order = _sorted(engine, users)
     sums = runner.source_sums(internal, progress)
     inverse = np.empty_like(order)

@@ -280,7 +280,30 @@ def _multi_source(data: Any) -> dict[str, Any] | None:
     block = f.int("block_size", minimum=32)
     if block % 32 or block > 1024:
         raise ConfigError(f"multi_source.block_size must be a multiple of 32 <= 1024, got {block}")
-    return {"spec": spec.to_dict(), "eta": eta, "block_size": block}
+    out = {"spec": spec.to_dict(), "eta": eta, "block_size": block}
+    if "dense" in data:  # absent: engines decide (configs from before the dense form)
+        out["dense"] = _dense_choice(data["dense"])
+    return out
+
+
+def _dense_choice(data: Any) -> dict[str, Any] | None:
+    """The every-vertex choice of a multi_source section: null (the batched kernel) or the
+    dense form's {spec, block_size}, checked."""
+    if data is None:
+        return None
+    from blest.codegen.dense import DenseSpec
+
+    f = _Fields(data, "multi_source.dense")
+    try:
+        spec = DenseSpec.from_dict(data.get("spec"))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"multi_source.dense.spec is invalid ({exc})") from None
+    block = f.int("block_size", minimum=32)
+    if block % 32 or block > 1024:
+        raise ConfigError(
+            f"multi_source.dense.block_size must be a multiple of 32 <= 1024, got {block}"
+        )
+    return {"spec": spec.to_dict(), "block_size": block}
 
 
 def _now() -> str:

@@ -85,10 +85,25 @@ def load_tuned(
 
         ms = cfg.multi_source
         engine.configure_multi_source(
-            MSSpec.from_dict(ms["spec"]), eta=ms["eta"], block_size=ms["block_size"]
+            MSSpec.from_dict(ms["spec"]),
+            eta=ms["eta"],
+            block_size=ms["block_size"],
+            dense=_dense_choice(ms),
         )
     _warn_if_foreign(cfg, engine)
     return engine
+
+
+def _dense_choice(ms: dict[str, Any]) -> Any:
+    """A config's every-vertex choice for ``configure_multi_source(dense=...)``."""
+    if "dense" not in ms:
+        return "auto"
+    if ms["dense"] is None:
+        return None
+    from blest.codegen.dense import DenseSpec
+    from blest.runtime.engine_multi import DenseChoice
+
+    return DenseChoice(DenseSpec.from_dict(ms["dense"]["spec"]), ms["dense"]["block_size"])
 
 
 def _warn_if_foreign(cfg: TunedConfig, engine: Any) -> None:

@@ -7,6 +7,10 @@ score is seconds per source; the search runs within a budget, the most promising
 first (the block form leads only on deep graphs whose real run fills every SM with batches),
 stops a candidate once it is clearly slower than the best so far, and refines eta on the best
 few.
+
+Where the dense form takes the graph (every source at once, :mod:`blest.codegen.dense`),
+:func:`search_dense` times its variants on whole runs; the tuner keeps it for the sums of every
+vertex when its run beats the batched pick's seconds per source times n.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from blest.codegen.dense import DenseSpec, dense_variants
 from blest.codegen.msspec import MSSpec, queue_smem_bytes, smem_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA, KAPPAS, SOURCE_SEED
 from blest.graph.prepared import Prepared
@@ -30,6 +35,11 @@ __all__ = [
     "ms_candidates",
     "time_candidate",
     "search_multi_source",
+    "search_dense",
+    "search_every_vertex",
+    "time_dense",
+    "DenseTimed",
+    "EveryVertexPick",
 ]
 
 #: eta values tried in refinement (0: never bottom-up).
@@ -44,6 +54,12 @@ KAPPA_ORDER = (64, 256, 128, 32)
 #: The queue form's kappa and block sizes, in the order the coarse pass tries them.
 QUEUE_KAPPA_ORDER = (2, 1, 4, 8, 16, 32)
 QUEUE_BLOCKS = (256, 128, 1024)
+#: Block sizes of the dense form: every variant at the first, the fastest at the others.
+DENSE_BLOCKS = (512, 1024, 256)
+#: Share of the budget the dense form's variants get where it takes the graph.
+DENSE_BUDGET_SHARE = 0.2
+#: BFS depth from which the dense form is not timed (a pull over every arc a level).
+DEEP_GRAPH_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -221,7 +237,72 @@ class MultiSourceSearch:
         return best[0]
 
 
-def precompile(specs: Sequence[MSSpec], progress: Callable[[str], None]) -> None:
+@dataclass
+class DenseTimed:
+    """One dense candidate: its spec and block size, and the seconds of a whole run."""
+
+    spec: DenseSpec
+    block_size: int
+    seconds: float | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec.to_dict(),
+            "block_size": self.block_size,
+            "label": f"{self.spec.name} b{self.block_size}",
+            "seconds": self.seconds,
+            "error": self.error,
+        }
+
+
+def time_dense(prepared: Prepared, spec: DenseSpec, block_size: int, repeats: int = 3) -> float:
+    """Seconds of the fastest of ``repeats`` warm runs of the dense form over every source."""
+    from blest.runtime.dense import DenseRunner
+
+    runner = DenseRunner(prepared, spec, block_size=block_size)
+    try:
+        runner.sums()  # module load and first-launch costs, off the clock
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            runner.sums()
+            best = min(best, time.perf_counter() - t0)
+        return best
+    finally:
+        runner.close()
+
+
+def search_dense(
+    prepared: Prepared, budget_s: float, progress: Callable[[str], None] | None = None
+) -> list[DenseTimed]:
+    """Every dense variant at DENSE_BLOCKS[0] threads, then the fastest at the other block
+    sizes, within ``budget_s``; the table, fastest first (errors last)."""
+    say = progress or (lambda m: None)
+    start = time.perf_counter()
+    specs = list(dense_variants())
+    precompile(specs, say)
+    table: list[DenseTimed] = []
+
+    def run(spec: DenseSpec, block: int) -> None:
+        say(f"timing dense {len(table) + 1}: {spec.name} b{block}")
+        try:
+            table.append(DenseTimed(spec, block, time_dense(prepared, spec, block)))
+        except Exception as exc:  # recorded: a candidate that cannot run is not fatal
+            table.append(DenseTimed(spec, block, None, f"{type(exc).__name__}: {exc}"[:300]))
+
+    for spec in specs:
+        if table and time.perf_counter() - start > budget_s:
+            break
+        run(spec, DENSE_BLOCKS[0])
+    ok = sorted((t for t in table if t.seconds is not None), key=lambda t: t.seconds)
+    for block in DENSE_BLOCKS[1:]:
+        if ok and time.perf_counter() - start < budget_s:
+            run(ok[0].spec, block)
+    return sorted(table, key=lambda t: (t.seconds is None, t.seconds or 0.0))
+
+
+def precompile(specs: Sequence[Any], progress: Callable[[str], None]) -> None:
     """Compile every variant up front, in parallel (disk-cached): the budget is for timing."""
     from blest.codegen.compile import compile_many
     from blest.codegen.toolchain import require_gpu
@@ -255,6 +336,71 @@ def search_multi_source(
     total = n if workload is None else workload
     best = search.run(ms_candidates(sigmas, depth, workload=total, sms=sms, n=n))
     return best, search.results
+
+
+@dataclass
+class EveryVertexPick:
+    """What runs the sums of every vertex: the batched pick, and the dense form's choice
+    (``dense``: {spec, block_size}, or None where the batched kernel won; absent from
+    :meth:`multi_source` where the dense form was not timed)."""
+
+    best: MSTimed
+    table: list[MSTimed]
+    dense_table: list[DenseTimed] | None = None
+    dense: dict[str, Any] | None = None
+
+    def multi_source(self) -> dict[str, Any]:
+        """The config's ``multi_source`` section."""
+        out = self.best.candidate.to_dict()
+        if self.dense_table is not None:
+            out["dense"] = self.dense
+        return out
+
+    def summary(self, n: int) -> str:
+        batched = f"batched {self.best.seconds_per_source * n * 1e3:.3f} ms (estimated)"
+        if self.dense_table is None:
+            return f"every vertex: {batched}; the dense form does not take this graph"
+        win = self.dense_table[0] if self.dense_table else None
+        if win is None or win.seconds is None:
+            return f"every vertex: {batched}; the dense form failed"
+        return f"every vertex: {batched}, dense {win.seconds * 1e3:.3f} ms ({win.spec.name})"
+
+
+def search_every_vertex(
+    prepared: Callable[[int], Prepared],
+    sigmas: Sequence[int],
+    depth: int,
+    budget_s: float,
+    *,
+    progress: Callable[[str], None] | None = None,
+    sample: int = 4096,
+) -> EveryVertexPick:
+    """The batched search (:func:`search_multi_source`) and, where the dense form takes the
+    graph (shallow, small enough), the dense variants (a fifth of the budget) on whole runs;
+    the dense form is kept when its run beats the batched pick's rate times n."""
+    import cupy
+
+    from blest.runtime.dense import dense_fits
+
+    prep = prepared(sigmas[0])
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    dense_ok = depth < DEEP_GRAPH_DEPTH and dense_fits(
+        DenseSpec(), prep.n, int(prep.in_ptr[-1]), free
+    )
+    share = DENSE_BUDGET_SHARE if dense_ok else 0.0
+    best, table = search_multi_source(
+        prepared, sigmas, depth, (1 - share) * budget_s, sample, progress=progress
+    )
+    pick = EveryVertexPick(best, table)
+    if dense_ok:
+        pick.dense_table = search_dense(prep, share * budget_s, progress)
+        win = pick.dense_table[0] if pick.dense_table else None
+        if win is not None and win.seconds is not None:
+            if win.seconds < best.seconds_per_source * prep.n:
+                pick.dense = {"spec": win.spec.to_dict(), "block_size": win.block_size}
+    if progress is not None:
+        progress(pick.summary(prep.n))
+    return pick
 
 
 def _multiprocessors(device: int) -> int:

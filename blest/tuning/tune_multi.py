@@ -2,7 +2,8 @@
 
 On a GPU the graph is prepared with its default ordering, the multi-source search
 (:mod:`blest.tuning.multi`) times (kappa, sigma, form, expand, block size) and eta on a sample
-of sources, and the config records the pick in its ``multi_source`` section; the single-source
+of sources, and the config records the pick in its ``multi_source`` section (with, on small
+shallow graphs, whether the dense form runs the sums of every vertex); the single-source
 variant at the picked sigma follows the paper's rules (tune with the default workload for it).
 Without a GPU nothing can be timed: the paper's rules choose, and engines take the default
 multi-source variant at run time (and say so).
@@ -19,7 +20,7 @@ from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA
 from blest.graph.bvss import u_div
 from blest.graph.core import Graph
 from blest.graph.prepared import Prepared
-from blest.tuning.multi import search_multi_source
+from blest.tuning.multi import search_every_vertex
 from blest.tuning.paper import paper_spec
 
 __all__ = ["tune_closeness", "MS_SIGMAS"]
@@ -77,8 +78,8 @@ def _tune_gpu(graph, source, budget_s, sigmas, orderings, progress) -> Any:
         depth = eng.stats.depth
     allowed = [s for s in MS_SIGMAS if s in sigmas] or [DEFAULT_SIGMA]
     t0 = time.perf_counter()
-    best, table = search_multi_source(prepared, allowed, depth, budget_s, progress=progress)
-    c = best.candidate
+    pick = search_every_vertex(prepared, allowed, depth, budget_s, progress=progress)
+    c = pick.best.candidate
     u8 = u_div(prepared(DEFAULT_SIGMA).bvss)
     spec = replace(paper_spec(u8, switching=True), sigma=c.spec.sigma)
     timing = {
@@ -87,7 +88,8 @@ def _tune_gpu(graph, source, budget_s, sigmas, orderings, progress) -> Any:
         "budget_s": budget_s,
         "elapsed_s": time.perf_counter() - t0,
         "depth": depth,
-        "ms_candidates": [t.to_dict() for t in table],
+        "ms_candidates": [t.to_dict() for t in pick.table],
+        "dense_candidates": [t.to_dict() for t in pick.dense_table or []],
     }
     cfg = TunedConfig(
         graph=_graph_info(graph, source),
@@ -102,6 +104,6 @@ def _tune_gpu(graph, source, budget_s, sigmas, orderings, progress) -> Any:
         tuned=True,
         notes=notes + ["single-source variant by the paper's rules (workload closeness)"],
         timing=timing,
-        multi_source=c.to_dict(),
+        multi_source=pick.multi_source(),
     )
     return TuneOutcome(cfg, prep.prepared(c.spec.sigma))

@@ -1,0 +1,171 @@
+"""DenseSpec: the every-vertex multi-source BFS, and its rendering (``templates/ms_dense.cu.j2``).
+
+Closeness or harmonic centrality of *every* vertex needs all n BFSs. On a small, shallow graph
+the dense form runs them at once: kappa = n, one bit per source in each row of an n x n bitmap,
+every level one pull over the in-arcs of the whole cooperative grid. Its sums are kept per
+*target*: source s reaching v at level L means d(s -> v) = L, so the sums at v are those that
+closeness and harmonic centrality of v need (distances to v; on an undirected graph the two
+directions agree), level by level, as the batched forms keep them per source.
+
+Axes (docs/variants.md):
+
+* ``vec`` - 32-bit words a lane loads at once (1, 2, 4: 32-, 64- and 128-bit loads); a warp's
+  unit of work covers 32 x vec words of a row, 1024 x vec sources (a *chunk*).
+* ``seg`` - in-arcs per unit (8, 16, 32; a lane loads up to 8 rows at once): a vertex with
+  more in-arcs is split into several units, which combine their words with atomics. Fewer
+  arcs per unit: more units and a shorter chain of dependent loads in each.
+
+Memory: four bitmaps of n rows (visited and three rotating frontiers), each row rounded up to
+whole chunks: :func:`dense_bytes`. The form serves graphs of at most :data:`DENSE_MAX_N`
+vertices.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from blest.codegen.contract import CTL_FIELDS
+from blest.codegen.render import KERNEL_PREFIX, KernelParam, environment
+from blest.errors import ArgumentError
+
+__all__ = [
+    "DenseSpec",
+    "dense_variants",
+    "dense_params",
+    "render_dense",
+    "row_words",
+    "chunk_sources",
+    "dense_bytes",
+    "DENSE_KERNEL",
+    "DENSE_MAX_N",
+    "DENSE_SPEC_FORMAT",
+]
+
+DENSE_SPEC_FORMAT = 1
+#: The one entry point of a dense module.
+DENSE_KERNEL = f"{KERNEL_PREFIX}_ms_dense"
+#: Most vertices the dense form takes: its n x n bits then stay within 2 GiB per bitmap and
+#: every arc offset fits an int.
+DENSE_MAX_N = 46_340
+
+_CHOICES: dict[str, tuple[int, ...]] = {"vec": (1, 2, 4), "seg": (8, 16, 32)}
+
+
+@dataclass(frozen=True)
+class DenseSpec:
+    """One point of the dense form's variant space; hashable and JSON round-trippable."""
+
+    vec: int = 4
+    seg: int = 16
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if type(value) is not int or value not in _CHOICES[f.name]:
+                raise ArgumentError(
+                    f"DenseSpec.{f.name} must be one of {_CHOICES[f.name]}, got {value!r}"
+                )
+
+    @property
+    def chunk_words(self) -> int:
+        """Words of a row one warp's unit covers (32 lanes x vec)."""
+        return 32 * self.vec
+
+    @property
+    def name(self) -> str:
+        """A short identifier, e.g. ``ms_dense_v2_g32``."""
+        return f"ms_dense_v{self.vec}_g{self.seg}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": DENSE_SPEC_FORMAT, **asdict(self)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> DenseSpec:
+        if not isinstance(data, dict):
+            raise ArgumentError(f"a DenseSpec is a JSON object, got {type(data).__name__}")
+        data = dict(data)
+        fmt = data.pop("format", DENSE_SPEC_FORMAT)
+        if fmt != DENSE_SPEC_FORMAT:
+            raise ArgumentError(
+                f"unknown DenseSpec format {fmt!r} (this blest reads {DENSE_SPEC_FORMAT})"
+            )
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ArgumentError(f"unknown DenseSpec fields: {sorted(unknown)}")
+        return cls(**data)
+
+
+def dense_variants() -> Iterator[DenseSpec]:
+    """Every DenseSpec."""
+    for vec, seg in itertools.product(*_CHOICES.values()):
+        yield DenseSpec(vec, seg)
+
+
+def chunk_sources(spec: DenseSpec) -> int:
+    """Sources (bits) of one chunk of a row."""
+    return 32 * spec.chunk_words
+
+
+def row_words(spec: DenseSpec, n: int) -> int:
+    """32-bit words of one row: n source bits, rounded up to whole chunks."""
+    return -(-max(n, 1) // chunk_sources(spec)) * spec.chunk_words
+
+
+def dense_bytes(spec: DenseSpec, n: int) -> int:
+    """Device bytes of the four bitmaps of n rows, and two per-vertex counters."""
+    return 4 * 4 * n * row_words(spec, n) + 4 * 2 * n
+
+
+def dense_params() -> list[KernelParam]:
+    """Every kernel parameter, in order (the host, :mod:`blest.runtime.dense`, follows it)."""
+    return [
+        KernelParam("const int* __restrict__", "in_idx", "in-neighbours (in_csr)"),
+        KernelParam("const int4* __restrict__", "units", "vertex, first arc, arcs, shared"),
+        KernelParam("int", "n"),
+        KernelParam("int", "n_units"),
+        KernelParam("int", "row_words", "words per row (whole chunks)"),
+        KernelParam("u32*", "visited", "n * row_words"),
+        KernelParam("u32*", "frontier", "3 * n * row_words: F_L in buffer L % 3"),
+        KernelParam("u32*", "cnt", "2 * n: new sources per target at level L, in half L & 1"),
+        KernelParam("u32*", "ctl", "CTL_WORDS, zeroed before each launch"),
+        KernelParam("int", "chunk_first", "sources of chunks [chunk_first, chunk_last)"),
+        KernelParam("int", "chunk_last"),
+        KernelParam("u64*", "dist", "n: per target, the sum of distances from the sources"),
+        KernelParam("u64*", "reach", "n: per target, the sources that reach it (itself too)"),
+        KernelParam("double*", "harm", "n: per target, the sum over L >= 1 of count_L / L"),
+    ]
+
+
+def _context(spec: DenseSpec) -> dict:
+    params = dense_params()
+    comps = {1: [""], 2: [".x", ".y"], 4: [".x", ".y", ".z", ".w"]}[spec.vec]
+    return {
+        "spec": spec,
+        "vec": spec.vec,
+        "seg": spec.seg,
+        "chunk_words": spec.chunk_words,
+        "vec_type": {1: "u32", 2: "uint2", 4: "uint4"}[spec.vec],
+        "comps": comps,
+        "ctl_fields": CTL_FIELDS,
+        "fields": [(p.ctype, p.name, p.doc) for p in params],
+        "params": "\n    " + ",\n    ".join(f"{p.ctype} {p.name}" for p in params),
+        "unpack": "const Dense d{" + ", ".join(p.name for p in params) + "};",
+        "prefix": KERNEL_PREFIX,
+    }
+
+
+@functools.lru_cache(maxsize=16)
+def render_dense(spec: DenseSpec) -> str:
+    """The CUDA C++ source of ``spec``: readable, self-contained, deterministic."""
+    text = environment().get_template("ms_dense.cu.j2").render(**_context(spec))
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.strip() + "\n"
