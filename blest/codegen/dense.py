@@ -62,7 +62,7 @@ class DenseSpec:
     """One point of the dense form's variant space; hashable and JSON round-trippable."""
 
     vec: int = 4
-    seg: int = 16
+    seg: int = 32
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -26,7 +26,7 @@ __all__ = ["GPUManySources", "MultiSourceChoice", "DenseChoice", "DEEP_GRAPH_LEV
 DEEP_GRAPH_LEVELS = 64
 #: The dense form an engine takes by default, and the most bytes of rows it may be predicted to
 #: pull (in-arcs x row bytes x depth; about 16 ms at 4 TB/s) for the default to take it.
-DEFAULT_DENSE = DenseSpec(4, 16)
+DEFAULT_DENSE = DenseSpec(4, 32)
 DENSE_AUTO_BYTES = 64 << 30
 #: Shared memory of a block of the default queue form: a seventh of a Hopper multiprocessor's
 #: (seven batches of 256 threads per multiprocessor; on luxembourg_osm kappa = 2 at 256
