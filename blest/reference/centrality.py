@@ -315,12 +315,14 @@ def closeness_from_sums(sums: SourceSums, n: int, *, wf_improved: bool = True) -
     Wasserman-Faust scaling for graphs that are not strongly connected); 0.0 when
     ``dist == 0`` or ``n <= 1``. The float operations are NetworkX's, in its order.
     """
-    r1 = sums.reach - 1.0
     c = np.zeros(len(sums), dtype=np.float64)
-    ok = sums.dist > 0 if n > 1 else np.zeros(len(sums), dtype=bool)
-    c[ok] = r1[ok] / sums.dist[ok]
+    if n <= 1:
+        return c
+    r1 = sums.reach - 1.0
+    ok = sums.dist > 0
+    np.divide(r1, sums.dist, out=c, where=ok)
     if wf_improved:
-        c[ok] *= r1[ok] / (n - 1)
+        np.multiply(c, r1 / (n - 1), out=c, where=ok)
     return c
 
 

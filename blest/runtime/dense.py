@@ -105,10 +105,13 @@ class DenseRunner:
         cp, n = self._cp, self.n
         units = dense_units(in_ptr, self.spec.seg)
         cells = n * self.row_words
-        self._packed = cp.zeros((3, n), dtype=cp.uint64)  # dist, reach, harm
-        self._host_sums = pinned_array(cp, 3 * n, np.uint64)
-        self._ctl = cp.zeros(CTL_WORDS, dtype=cp.uint32)
-        self._host_ctl = pinned_array(cp, CTL_WORDS, np.uint32)
+        # One buffer for what a run returns, fetched in one copy: the control block, then the
+        # per-target dist, reach and harm.
+        head = CTL_WORDS // 2
+        self._out = cp.zeros(head + 3 * n, dtype=cp.uint64)
+        self._host_out = pinned_array(cp, head + 3 * n, np.uint64)
+        self._ctl = self._out[:head].view(cp.uint32)
+        self._packed = self._out[head:].reshape(3, n)  # dist, reach, harm
         self._args = {
             "in_idx": cp.asarray(np.asarray(_host(prep.in_idx), dtype=np.int32)),
             "units": cp.asarray(units.reshape(-1)),
@@ -162,16 +165,16 @@ class DenseRunner:
             t0 = time.perf_counter()
             self._ctl.data.memset_async(0, self._ctl.nbytes)
             self._launch()
-            self._ctl.get(out=self._host_ctl)  # waits for the kernel
-            if self._host_ctl[CTL["error"]]:
+            self._out.get(out=self._host_out)  # waits for the kernel
+            ctl = self._host_out[: CTL_WORDS // 2].view(np.uint32)
+            if ctl[CTL["error"]]:
                 raise EngineError(
                     f"kernel {self.spec.name}: a grid barrier timed out (a block never "
                     "arrived); the result is void. Please report this with the graph."
                 )
-            self._packed.get(out=self._host_sums.reshape(3, self.n))
-            got = self._host_sums.reshape(3, self.n).copy()  # the staging buffer is reused
+            got = self._host_out[CTL_WORDS // 2 :].reshape(3, self.n).copy()  # buffer reused
             self.last_seconds = time.perf_counter() - t0
-            self.depth = int(self._host_ctl[CTL["levels_run"]])
+            self.depth = int(ctl[CTL["levels_run"]])
         if progress is not None:
             progress(self.n, self.n)
         return SourceSums(got[0].view(np.int64), got[1].view(np.int64), got[2].view(np.float64))
@@ -187,7 +190,7 @@ class DenseRunner:
     def close(self) -> None:
         self._args = {}
         self._launch = None
-        self._packed = self._host_sums = None
+        self._out = self._host_out = self._packed = self._ctl = None
 
 
 def _host(a: Any) -> Any:

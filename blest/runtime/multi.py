@@ -107,7 +107,7 @@ def gpu_bfs_many(
 
 def gpu_source_sums(engine: Any, users: np.ndarray, progress: Progress | None = None) -> SourceSums:
     """Exact sums of BFSs over in-arcs from every source (the caller's order)."""
-    if users.size == engine.n and np.array_equal(users, np.arange(engine.n)):
+    if users.size == engine.n and _is_every_vertex(users):
         # Every vertex: internal ids 0 .. n-1 in order, user u's at new_of_old[u]. The dense
         # form's per-target sums over all sources are these sums (distances to each vertex).
         dense = engine.dense_runner()
@@ -121,6 +121,11 @@ def gpu_source_sums(engine: Any, users: np.ndarray, progress: Progress | None = 
     inverse = np.empty_like(order)
     inverse[order] = np.arange(order.size)
     return sums.take(inverse)
+
+
+def _is_every_vertex(users: np.ndarray) -> bool:
+    """Whether ``users`` is 0, 1, ..., n - 1 (``centrality_sources(None, n)``)."""
+    return bool(users[0] == 0 and np.all(np.diff(users) == 1))
 
 
 def finish_closeness(sums: SourceSums, n: int, wf_improved: bool) -> np.ndarray:
