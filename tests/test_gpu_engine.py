@@ -142,6 +142,30 @@ def test_deep_graph_with_rcm_permutation(zoo):
             assert np.array_equal(eng.prepared.in_idx, internal.in_idx)
 
 
+@pytest.mark.parametrize("launch", ["persistent", "per_level", "block"])
+def test_view_output_and_traversal_time(zoo, launch):
+    """out="view" hands out the engine's own array (no copy), overwritten by the next call;
+    the fused persistent launch times its traversal without its init pass."""
+    rng, graphs = zoo
+    graph = graphs["power_law"]
+    perm = rcm(graph)
+    spec = VariantSpec.block(8) if launch == "block" else VariantSpec(sigma=8, launch=launch)
+    a, b = sources(rng, graph)
+    with _engine(graph, spec, permutation=perm) as eng:
+        first = eng.bfs(a, out="view")
+        np.testing.assert_array_equal(first.get(), bfs_levels(graph, a))
+        second = eng.bfs(b, out="view")
+        assert second.data.ptr == first.data.ptr  # the same buffer, now b's levels
+        np.testing.assert_array_equal(second.get(), bfs_levels(graph, b))
+        copy = eng.bfs(a, out="device")
+        assert copy.data.ptr != second.data.ptr
+        np.testing.assert_array_equal(second.get(), bfs_levels(graph, a))  # overwritten
+        stats = eng.stats
+        assert 0 < stats.traversal_ms < 1e3
+        with pytest.raises(Exception, match="out must be"):
+            eng.bfs(a, out="host")
+
+
 def test_mma_instruction_matches_emulation():
     import cupy as cp
 

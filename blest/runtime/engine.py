@@ -33,6 +33,7 @@ from blest.runtime.base import EngineBase
 from blest.runtime.device import cupy_module, device_buffers, pinned_array, require_memory
 from blest.runtime.engine_block import BlockLaunch
 from blest.runtime.engine_multi import GPUManySources, MultiSourceChoice
+from blest.runtime.engine_probes import EngineProbes
 from blest.runtime.msbfs import MSRunner
 from blest.runtime.protocol import BFSStats, Geometry
 
@@ -41,7 +42,7 @@ __all__ = ["Engine", "BFSStats"]
 PER_LEVEL_BATCH = 16
 
 
-class Engine(BlockLaunch, GPUManySources, EngineBase):
+class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
     """BFS on the GPU with one generated kernel variant.
 
     Parameters
@@ -184,8 +185,8 @@ class Engine(BlockLaunch, GPUManySources, EngineBase):
         self._module = load_module(binary, self._device_id)
         names = kernel_names(self.spec)
         self._kernels = {role: self._module.get_function(name) for role, name in names.items()}
-        main = self._kernels.get("bfs") or self._kernels["stage1"]
-        per_sm = max_active_blocks(main, geometry.block_size, self.shared_bytes)
+        mains = [self._kernels[r] for r in ("bfs", "fused", "stage1") if r in self._kernels]
+        per_sm = min(max_active_blocks(k, geometry.block_size, self.shared_bytes) for k in mains)
         if per_sm < 1:
             raise GPUUnavailableError(
                 f"kernel {self.spec.name} cannot run {geometry.block_size} threads per block here"
@@ -218,8 +219,10 @@ class Engine(BlockLaunch, GPUManySources, EngineBase):
         src : int or sequence of int
             Source vertex, or several seeds all at level 0 (repeats allowed), in the graph's
             own ids.
-        out : None, "device" or array, optional
-            None returns a fresh NumPy array; ``"device"`` a fresh CuPy array; a NumPy or CuPy
+        out : None, "device", "view" or array, optional
+            None returns a fresh NumPy array; ``"device"`` a fresh CuPy array; ``"view"`` the
+            engine's own CuPy array, without a copy, valid until the next call on this engine
+            (which overwrites it) or its close; a NumPy or CuPy
             int32 array of length n is filled in place and returned.
         depth_limit : int, optional
             Stop after assigning level ``depth_limit`` (vertices further away report -1).
@@ -284,8 +287,10 @@ class Engine(BlockLaunch, GPUManySources, EngineBase):
 
     # The three phases of a call, separate so that benchmarks/profile_call.py can time each.
     def _submit_init(self, internal: Any) -> None:
-        """Enqueue the init kernel for one internal seed (an int) or several (sorted, unique);
-        the block launch only keeps the seed arguments (its traversal kernel initializes)."""
+        """Seeds: one internal id (an int) or several (sorted, unique). The per-level launch
+        enqueues its init kernel; the one-launch kernels (block, persistent: fused) initialize
+        themselves and keep the seed arguments (persistent: its grid barrier counts in ctl,
+        zeroed here)."""
         if np.ndim(internal) == 0:
             args: tuple = (np.uint64(0), np.int32(1), np.int32(internal))
         else:
@@ -295,10 +300,11 @@ class Engine(BlockLaunch, GPUManySources, EngineBase):
                 self._seed_buffer = self._cp.empty(max(k, 1024), dtype=self._cp.int32)
             self._seed_buffer[:k].set(seeds)
             args = (self._seed_buffer, np.int32(k), np.int32(seeds[0]))
-        if self.spec.launch == "block":
-            self._block_seeds = args
-        else:
+        if self.spec.launch == "persistent":
+            self._state["ctl"].data.memset_async(0, self._state["ctl"].nbytes)
+        if self.spec.launch == "per_level":
             self._launch("init", args)
+        self._block_seeds = args
 
     def _prepare_parents(self) -> None:
         """Upload the in-adjacency (unless the variant holds it) and the parents buffer."""
@@ -324,13 +330,14 @@ class Engine(BlockLaunch, GPUManySources, EngineBase):
         start.record()
         if self.spec.launch == "block":
             self._launch("bfs", (*self._block_seeds, np.int32(limit)))
-        elif self.spec.launch == "persistent":
-            extra = (np.int32(limit), eta, np.uint32(self.small_queue))
-            self._launch("bfs", extra, cooperative=True)
+        elif self.spec.launch == "persistent":  # init, levels and user ids in one launch
+            user = np.uint64(0) if self._user_levels is None else self._user_levels
+            extra = (np.int32(limit), eta, np.uint32(self.small_queue), *self._block_seeds, user)
+            self._launch("fused", extra, cooperative=True)
         else:
             self._per_level_loop(limit, eta)
-        if self._user_levels is not None and self.spec.launch != "block":
-            self._launch("unpermute", (self._user_levels,))
+            if self._user_levels is not None:
+                self._launch("unpermute", (self._user_levels,))
         stop.record()
 
     def _wait(self, user: int, seeds: int = 1) -> None:
@@ -363,9 +370,9 @@ class Engine(BlockLaunch, GPUManySources, EngineBase):
         cp = self._cp
         levels = self._state["levels"] if self._user_levels is None else self._user_levels
         if isinstance(out, str):
-            if out != "device":
-                raise ArgumentError(f"out must be None, 'device' or an array, got {out!r}")
-            return levels.copy()
+            if out not in ("device", "view"):
+                raise ArgumentError(f"out must be None, 'device', 'view' or an array, got {out!r}")
+            return levels.copy() if out == "device" else levels
         if out is None:
             levels.get(out=self._host_levels)
             return self._host_levels.copy()
@@ -398,6 +405,9 @@ class Engine(BlockLaunch, GPUManySources, EngineBase):
                 bits = self._state["bottom_up_levels"].get()
                 flat = np.unpackbits(bits.view(np.uint8), bitorder="little")
                 bottom_up = tuple(int(x) for x in np.flatnonzero(flat))
+        if self.spec.launch == "persistent":  # the fused launch's init pass is not traversal
+            i = CTL["init_ns"]
+            ms -= (int(ctl[i]) | int(ctl[i + 1]) << 32) / 1e6
         return BFSStats(
             source=user,
             depth=int(np.int32(ctl[CTL["depth"]])),
@@ -407,63 +417,6 @@ class Engine(BlockLaunch, GPUManySources, EngineBase):
             bottom_up_levels=bottom_up,
             seeds=seeds,
         )
-
-    # ------------------------------------------------------------------ introspection
-    def level_times_ms(self) -> tuple[np.ndarray, tuple[int, ...]]:
-        """Milliseconds spent on each expanded level of the last call, and the levels that ran
-        bottom-up (needs ``record_levels=True``). Timed by block 0's global timer at each level
-        start, so a level's time includes its barriers."""
-        if not self._record_levels:
-            raise EngineError("construct the Engine with record_levels=True")
-        stats = self.stats
-        clock = self._state["level_clock"][: stats.levels_run + 1].get().astype(np.int64)
-        return np.diff(clock) / 1e6, stats.bottom_up_levels
-
-    def stage_times_ms(self) -> np.ndarray | None:
-        """Lazy variants: milliseconds of Stage 1 (expansion) and Stage 2 (finalization) of each
-        expanded level of the last call, shape (levels, 2); None for eager variants."""
-        if not self._record_levels:
-            raise EngineError("construct the Engine with record_levels=True")
-        if self.spec.update != "lazy":
-            return None
-        levels = self.stats.levels_run
-        clock = self._state["level_clock"].get().astype(np.int64)
-        starts = clock[: levels + 1]
-        stage2 = clock[self.n + 2 : self.n + 2 + levels]
-        return np.stack([stage2 - starts[:-1], starts[1:] - stage2], axis=1) / 1e6
-
-    def debug_state(self) -> dict[str, Any]:
-        """Bitmaps and queue after the last call (internal ids), for level-by-level checks.
-
-        After ``bfs(src, depth_limit=L)`` these are ``F_L``, ``visited`` (levels <= L) and
-        ``Q_L`` as a sorted array of VSS ids with, in ``queue_sets``, the slice set each entry
-        carries (the sweep policy keeps no queue: None). The block launch keeps its state in
-        shared memory: :class:`EngineError`."""
-        if self.spec.launch == "block":
-            raise EngineError("launch='block' keeps its traversal state in shared memory")
-        level = self.stats.levels_run
-        nq = queue_buffers(self.spec)
-        ctl = self._state["ctl"].get()
-        frontier = self._state["frontier"]
-        if self.spec.update == "eager":
-            w = self._n_words
-            frontier = frontier[(level % 3) * w : (level % 3 + 1) * w]
-        size = int(ctl[CTL["qsize"] + level % nq])
-        queue = queue_sets = None
-        if self.spec.queue == "vss":
-            nv = max(self.prepared.bvss.n_vss, 1)
-            start = 2 * (level % nq) * nv
-            entries = self._state["queue"][start : start + 2 * size].get().reshape(-1, 2)
-            order = np.argsort(entries[:, 0], kind="stable")
-            queue = entries[order, 0].astype(np.int64)
-            queue_sets = entries[order, 1].astype(np.int64)
-        return {
-            "visited": self._state["visited"].get(),
-            "frontier": frontier.get(),
-            "queue": queue,
-            "queue_sets": queue_sets,
-            "qsize": size,
-        }
 
     # ------------------------------------------------------------------ lifetime
     def _release(self) -> None:

@@ -1,0 +1,78 @@
+"""Introspection of the GPU engine's last call: per-level and per-stage clocks, and the
+traversal state (bitmaps, queue) for level-by-level checks. Mixed into
+:class:`blest.runtime.engine.Engine`, which provides the state buffers and the stats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from blest.codegen.contract import CTL, queue_buffers
+from blest.errors import EngineError
+
+__all__ = ["EngineProbes"]
+
+
+class EngineProbes:
+    """Mixed into :class:`blest.runtime.engine.Engine` (it provides ``_state``, ``stats``)."""
+
+    _state: dict[str, Any]
+    _record_levels: bool
+    _n_words: int
+
+    def level_times_ms(self) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Milliseconds spent on each expanded level of the last call, and the levels that ran
+        bottom-up (needs ``record_levels=True``). Timed by block 0's global timer at each level
+        start, so a level's time includes its barriers."""
+        if not self._record_levels:
+            raise EngineError("construct the Engine with record_levels=True")
+        stats = self.stats
+        clock = self._state["level_clock"][: stats.levels_run + 1].get().astype(np.int64)
+        return np.diff(clock) / 1e6, stats.bottom_up_levels
+
+    def stage_times_ms(self) -> np.ndarray | None:
+        """Lazy variants: milliseconds of Stage 1 (expansion) and Stage 2 (finalization) of each
+        expanded level of the last call, shape (levels, 2); None for eager variants."""
+        if not self._record_levels:
+            raise EngineError("construct the Engine with record_levels=True")
+        if self.spec.update != "lazy":
+            return None
+        levels = self.stats.levels_run
+        clock = self._state["level_clock"].get().astype(np.int64)
+        starts = clock[: levels + 1]
+        stage2 = clock[self.n + 2 : self.n + 2 + levels]
+        return np.stack([stage2 - starts[:-1], starts[1:] - stage2], axis=1) / 1e6
+
+    def debug_state(self) -> dict[str, Any]:
+        """Bitmaps and queue after the last call (internal ids), for level-by-level checks.
+
+        After ``bfs(src, depth_limit=L)`` these are ``F_L``, ``visited`` (levels <= L) and
+        ``Q_L`` as a sorted array of VSS ids with, in ``queue_sets``, the slice set each entry
+        carries (the sweep policy keeps no queue: None). The block launch keeps its state in
+        shared memory: :class:`EngineError`."""
+        if self.spec.launch == "block":
+            raise EngineError("launch='block' keeps its traversal state in shared memory")
+        level = self.stats.levels_run
+        nq = queue_buffers(self.spec)
+        ctl = self._state["ctl"].get()
+        frontier = self._state["frontier"]
+        if self.spec.update == "eager":
+            w = self._n_words
+            frontier = frontier[(level % 3) * w : (level % 3 + 1) * w]
+        size = int(ctl[CTL["qsize"] + level % nq])
+        queue = queue_sets = None
+        if self.spec.queue == "vss":
+            nv = max(self.prepared.bvss.n_vss, 1)
+            start = 2 * (level % nq) * nv
+            entries = self._state["queue"][start : start + 2 * size].get().reshape(-1, 2)
+            order = np.argsort(entries[:, 0], kind="stable")
+            queue = entries[order, 0].astype(np.int64)
+            queue_sets = entries[order, 1].astype(np.int64)
+        return {
+            "visited": self._state["visited"].get(),
+            "frontier": frontier.get(),
+            "queue": queue,
+            "queue_sets": queue_sets,
+            "qsize": size,
+        }
