@@ -144,8 +144,7 @@ def test_deep_graph_with_rcm_permutation(zoo):
 
 @pytest.mark.parametrize("launch", ["persistent", "per_level", "block"])
 def test_view_output_and_traversal_time(zoo, launch):
-    """out="view" hands out the engine's own array (no copy), overwritten by the next call;
-    the fused persistent launch times its traversal without its init pass."""
+    """out="view" hands out the engine's own array (no copy), overwritten by the next call."""
     rng, graphs = zoo
     graph = graphs["power_law"]
     perm = rcm(graph)

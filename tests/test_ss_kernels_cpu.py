@@ -1,6 +1,5 @@
 """The single-source persistent kernels run on the CPU (tests/cuda_cpu.py): the init kernel,
-then the traversal, and the fused kernel the engine launches (init, levels and user ids in one
-launch, on a reordered graph), in one block of 128 threads (the grid barrier
+then the traversal, as the engine launches them, in one block of 128 threads (the grid barrier
 then meets one block), with the binary MMA emulated from its fragment layout. Levels against
 SciPy on directed, undirected, disconnected, deep and power-law graphs, for variants covering
 every axis of the persistent drivers (sigma, eager and lazy, dirty sets, queue policy,
@@ -18,7 +17,6 @@ from cuda_cpu import build, have_compiler, run, small_zoo
 from blest.codegen.contract import CTL, CTL_WORDS, frontier_buffers, queue_buffers
 from blest.codegen.render import graph_params, kernel_names, render, state_params
 from blest.codegen.spec import VariantSpec, variants
-from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
 
@@ -37,28 +35,23 @@ if os.environ.get("BLEST_CPU_KERNELS") == "all":
     SPECS = list(variants(launch="persistent"))
 
 
-SEEDS = [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src")]
-LEVEL_ARGS = [("int", "depth_limit"), ("double", "eta"), ("unsigned int", "small_queue")]
-
-
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory):
-    """Per spec: init then the traversal (two launches), and the fused kernel (one)."""
     cache = tmp_path_factory.mktemp("k")
     out = {}
     for spec in SPECS:
         params = [(p.ctype, p.name) for p in graph_params(spec) + state_params(spec)]
         names = kernel_names(spec)
-        two = [(names["init"], SEEDS), (names["bfs"], LEVEL_ARGS)]
-        one = [(names["fused"], LEVEL_ARGS + SEEDS + [("int*", "user_levels")])]
-        out[spec, False] = build(render(spec), two, params, [], cache)
-        out[spec, True] = build(render(spec), one, params, [], cache)
+        launches = [
+            (names["init"], [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src")]),
+            (names["bfs"], [("int", "depth_limit"), ("double", "eta"),
+                            ("unsigned int", "small_queue")]),
+        ]  # fmt: skip
+        out[spec] = build(render(spec), launches, params, [], cache)
     return out
 
 
-def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small: int,
-             fused: bool = False):  # fmt: skip
-    """Levels in internal ids (fused: also in user ids), and the control block."""
+def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small: int):
     b, n = prep.bvss, prep.n
     words = (n + 31) // 32
     arrays = {
@@ -68,8 +61,7 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
         "virtual_to_real": np.asarray(b.virtual_to_real, dtype=np.int32),
         "visited": np.full(words, 0xDEADBEEF, dtype=np.uint32),  # poisoned: init must clear
         "frontier": np.full(frontier_buffers(spec) * words, 0xDEADBEEF, dtype=np.uint32),
-        # poisoned (init clears it) or, for the fused kernel, zeroed as the engine does
-        "ctl": np.full(CTL_WORDS, 0 if fused else 77, dtype=np.uint32),
+        "ctl": np.full(CTL_WORDS, 77, dtype=np.uint32),
         "bottom_up_levels": np.full(words, 0xDEADBEEF, dtype=np.uint32),
         "levels": np.full(n, 0x5A5A5A5A, dtype=np.int32),
     }
@@ -87,11 +79,8 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
         scalars["dirty_words"] = dirty
     if spec.queue == "vss":
         arrays["queue"] = np.zeros(2 * queue_buffers(spec) * max(b.n_vss, 1), dtype=np.int32)
-    if fused:
-        arrays["old_of_new"] = np.asarray(prep.permutation.old_of_new, dtype=np.int32)
-        arrays["user_levels"] = np.full(n, 0x5A5A5A5A, dtype=np.int32)
     out = run(exe, arrays, scalars, THREADS, 0)
-    return out["levels"], out["ctl"], out.get("user_levels")
+    return out["levels"], out["ctl"]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
@@ -100,27 +89,9 @@ def test_levels_match_scipy(programs, rng, spec):
         prep = Prepared.from_graph(graph, spec.sigma)
         for eta, small in ((2.0, 0), (1e9, 0), (0.0, 16)):
             src = int(rng.choice(np.flatnonzero(graph.out_degree > 0)))
-            levels, ctl, _ = traverse(programs[spec, False], spec, prep, src, eta, small)
+            levels, ctl = traverse(programs[spec], spec, prep, src, eta, small)
             want = bfs_levels(graph, src)
             np.testing.assert_array_equal(levels, want, err_msg=f"{name} eta={eta} sq={small}")
             assert ctl[CTL["error"]] == 0
             assert ctl[CTL["visited"]] == np.count_nonzero(want >= 0)
             assert np.int32(ctl[CTL["depth"]]) == want.max()
-
-
-@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-def test_fused_kernel_levels_in_both_id_spaces(programs, rng, spec):
-    """The one-launch kernel (init, levels, user ids) on a randomly reordered graph."""
-    for name, graph in small_zoo(rng, 300).items():
-        perm = Permutation.from_old_of_new(rng.permutation(graph.n))
-        prep = Prepared.from_graph(graph, spec.sigma, perm)
-        eta, small = ((2.0, 0), (1e9, 0), (0.0, 16))[int(rng.integers(3))]
-        user = int(rng.choice(np.flatnonzero(graph.out_degree > 0)))
-        src = int(perm.new_of_old[user])
-        levels, ctl, user_levels = traverse(programs[spec, True], spec, prep, src, eta, small,
-                                            fused=True)  # fmt: skip
-        want = bfs_levels(graph, user)
-        np.testing.assert_array_equal(user_levels, want, err_msg=f"{name} eta={eta} sq={small}")
-        np.testing.assert_array_equal(levels, want[perm.old_of_new], err_msg=name)
-        assert ctl[CTL["error"]] == 0 and np.int32(ctl[CTL["depth"]]) == want.max()
-        assert ctl[CTL["barrier_count"]] > 0  # it counted from the zeroed control block

@@ -59,7 +59,6 @@ CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("RESUME", 16, 1, "small-frontier mode: the level at which block 0 handed back"),
     CtlField("PROGRESS", 17, 1, "levels block 0 ran alone (keeps the barrier watchdog quiet)"),
     CtlField("NEXT_BATCH", 18, 1, "multi-source block form: batches taken so far in this launch"),
-    CtlField("INIT_NS", 20, 2, "fused persistent launch: nanoseconds of its init pass (u64)"),
 )
 
 #: Offsets by lower-case name, for the host.

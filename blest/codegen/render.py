@@ -119,7 +119,6 @@ def kernel_names(spec: VariantSpec) -> dict[str, str]:
     }
     if spec.launch == "persistent":
         names["bfs"] = f"{KERNEL_PREFIX}_bfs"
-        names["fused"] = f"{KERNEL_PREFIX}_bfs_fused"  # init, levels, user ids: one launch
     else:
         names["stage1"] = f"{KERNEL_PREFIX}_stage1"
         if spec.update == "lazy":

@@ -185,8 +185,8 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
         self._module = load_module(binary, self._device_id)
         names = kernel_names(self.spec)
         self._kernels = {role: self._module.get_function(name) for role, name in names.items()}
-        mains = [self._kernels[r] for r in ("bfs", "fused", "stage1") if r in self._kernels]
-        per_sm = min(max_active_blocks(k, geometry.block_size, self.shared_bytes) for k in mains)
+        main = self._kernels.get("bfs") or self._kernels["stage1"]
+        per_sm = max_active_blocks(main, geometry.block_size, self.shared_bytes)
         if per_sm < 1:
             raise GPUUnavailableError(
                 f"kernel {self.spec.name} cannot run {geometry.block_size} threads per block here"
@@ -287,10 +287,8 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
 
     # The three phases of a call, separate so that benchmarks/profile_call.py can time each.
     def _submit_init(self, internal: Any) -> None:
-        """Seeds: one internal id (an int) or several (sorted, unique). The per-level launch
-        enqueues its init kernel; the one-launch kernels (block, persistent: fused) initialize
-        themselves and keep the seed arguments (persistent: its grid barrier counts in ctl,
-        zeroed here)."""
+        """Enqueue the init kernel for one internal seed (an int) or several (sorted, unique);
+        the block launch only keeps the seed arguments (its traversal kernel initializes)."""
         if np.ndim(internal) == 0:
             args: tuple = (np.uint64(0), np.int32(1), np.int32(internal))
         else:
@@ -300,11 +298,10 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
                 self._seed_buffer = self._cp.empty(max(k, 1024), dtype=self._cp.int32)
             self._seed_buffer[:k].set(seeds)
             args = (self._seed_buffer, np.int32(k), np.int32(seeds[0]))
-        if self.spec.launch == "persistent":
-            self._state["ctl"].data.memset_async(0, self._state["ctl"].nbytes)
-        if self.spec.launch == "per_level":
+        if self.spec.launch == "block":
+            self._block_seeds = args
+        else:
             self._launch("init", args)
-        self._block_seeds = args
 
     def _prepare_parents(self) -> None:
         """Upload the in-adjacency (unless the variant holds it) and the parents buffer."""
@@ -330,14 +327,13 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
         start.record()
         if self.spec.launch == "block":
             self._launch("bfs", (*self._block_seeds, np.int32(limit)))
-        elif self.spec.launch == "persistent":  # init, levels and user ids in one launch
-            user = np.uint64(0) if self._user_levels is None else self._user_levels
-            extra = (np.int32(limit), eta, np.uint32(self.small_queue), *self._block_seeds, user)
-            self._launch("fused", extra, cooperative=True)
+        elif self.spec.launch == "persistent":
+            extra = (np.int32(limit), eta, np.uint32(self.small_queue))
+            self._launch("bfs", extra, cooperative=True)
         else:
             self._per_level_loop(limit, eta)
-            if self._user_levels is not None:
-                self._launch("unpermute", (self._user_levels,))
+        if self._user_levels is not None and self.spec.launch != "block":
+            self._launch("unpermute", (self._user_levels,))
         stop.record()
 
     def _wait(self, user: int, seeds: int = 1) -> None:
@@ -405,9 +401,6 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
                 bits = self._state["bottom_up_levels"].get()
                 flat = np.unpackbits(bits.view(np.uint8), bitorder="little")
                 bottom_up = tuple(int(x) for x in np.flatnonzero(flat))
-        if self.spec.launch == "persistent":  # the fused launch's init pass is not traversal
-            i = CTL["init_ns"]
-            ms -= (int(ctl[i]) | int(ctl[i + 1]) << 32) / 1e6
         return BFSStats(
             source=user,
             depth=int(np.int32(ctl[CTL["depth"]])),
