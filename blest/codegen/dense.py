@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import ClassVar
 
 from blest.codegen.contract import CTL_FIELDS
 from blest.codegen.render import KERNEL_PREFIX, KernelParam, environment
+from blest.codegen.specjson import JsonSpec
 from blest.errors import ArgumentError
 
 __all__ = [
@@ -58,8 +58,10 @@ _CHOICES: dict[str, tuple[int, ...]] = {"vec": (1, 2, 4), "seg": (8, 16, 32)}
 
 
 @dataclass(frozen=True)
-class DenseSpec:
+class DenseSpec(JsonSpec):
     """One point of the dense form's variant space; hashable and JSON round-trippable."""
+
+    FORMAT: ClassVar[int] = DENSE_SPEC_FORMAT
 
     vec: int = 4
     seg: int = 32
@@ -81,27 +83,6 @@ class DenseSpec:
     def name(self) -> str:
         """A short identifier, e.g. ``ms_dense_v2_g32``."""
         return f"ms_dense_v{self.vec}_g{self.seg}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"format": DENSE_SPEC_FORMAT, **asdict(self)}
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_dict(cls, data: Any) -> DenseSpec:
-        if not isinstance(data, dict):
-            raise ArgumentError(f"a DenseSpec is a JSON object, got {type(data).__name__}")
-        data = dict(data)
-        fmt = data.pop("format", DENSE_SPEC_FORMAT)
-        if fmt != DENSE_SPEC_FORMAT:
-            raise ArgumentError(
-                f"unknown DenseSpec format {fmt!r} (this blest reads {DENSE_SPEC_FORMAT})"
-            )
-        unknown = set(data) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ArgumentError(f"unknown DenseSpec fields: {sorted(unknown)}")
-        return cls(**data)
 
 
 def dense_variants() -> Iterator[DenseSpec]:

@@ -30,11 +30,11 @@ runtime argument), so switching is not an axis.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
+from blest.codegen.specjson import JsonSpec
 from blest.defaults import DEFAULT_KAPPA, DEFAULT_SIGMA, KAPPAS, QUEUE_KAPPAS, SIGMAS
 from blest.errors import ArgumentError
 
@@ -70,8 +70,10 @@ def _invalid(choice: dict[str, Any]) -> str | None:
 
 
 @dataclass(frozen=True)
-class MSSpec:
+class MSSpec(JsonSpec):
     """One point of the multi-source BFS variant space; hashable and JSON round-trippable."""
+
+    FORMAT: ClassVar[int] = MS_SPEC_FORMAT
 
     sigma: int = DEFAULT_SIGMA
     kappa: int = DEFAULT_KAPPA
@@ -108,27 +110,6 @@ class MSSpec:
         """A short identifier, e.g. ``ms_s8_k64_block`` (``_shfl``, ``_csr``: those expansions)."""
         suffix = {"mma": "", "shuffle": "_shfl", "csr": "_csr"}[self.expand]
         return f"ms_s{self.sigma}_k{self.kappa}_{self.form}{suffix}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"format": MS_SPEC_FORMAT, **asdict(self)}
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_dict(cls, data: Any) -> MSSpec:
-        if not isinstance(data, dict):
-            raise ArgumentError(f"an MSSpec is a JSON object, got {type(data).__name__}")
-        data = dict(data)
-        fmt = data.pop("format", MS_SPEC_FORMAT)
-        if fmt != MS_SPEC_FORMAT:
-            raise ArgumentError(
-                f"unknown MSSpec format {fmt!r} (this blest reads {MS_SPEC_FORMAT})"
-            )
-        unknown = set(data) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ArgumentError(f"unknown MSSpec fields: {sorted(unknown)}")
-        return cls(**data)
 
 
 def ms_variants(**fixed: Any) -> Iterator[MSSpec]:

@@ -269,17 +269,10 @@ def _multi_source(data: Any) -> dict[str, Any] | None:
         return None
     from blest.codegen.msspec import MSSpec
 
-    f = _Fields(data, "multi_source")
-    try:
-        spec = MSSpec.from_dict(data.get("spec"))
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"multi_source.spec is invalid ({exc})") from None
+    spec, block, f = _spec_and_block(data, "multi_source", MSSpec)
     eta = f.float("eta")
     if eta < 0:
         raise ConfigError(f"multi_source.eta must be >= 0, got {eta}")
-    block = f.int("block_size", minimum=32)
-    if block % 32 or block > 1024:
-        raise ConfigError(f"multi_source.block_size must be a multiple of 32 <= 1024, got {block}")
     out = {"spec": spec.to_dict(), "eta": eta, "block_size": block}
     if "dense" in data:  # absent: engines decide (configs from before the dense form)
         out["dense"] = _dense_choice(data["dense"])
@@ -293,17 +286,21 @@ def _dense_choice(data: Any) -> dict[str, Any] | None:
         return None
     from blest.codegen.dense import DenseSpec
 
-    f = _Fields(data, "multi_source.dense")
+    spec, block, _ = _spec_and_block(data, "multi_source.dense", DenseSpec)
+    return {"spec": spec.to_dict(), "block_size": block}
+
+
+def _spec_and_block(data: Any, section: str, spec_cls: Any) -> tuple[Any, int, _Fields]:
+    """A section's ``spec`` (a ``spec_cls``) and ``block_size``, checked; and its fields."""
+    f = _Fields(data, section)
     try:
-        spec = DenseSpec.from_dict(data.get("spec"))
+        spec = spec_cls.from_dict(data.get("spec"))
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"multi_source.dense.spec is invalid ({exc})") from None
+        raise ConfigError(f"{section}.spec is invalid ({exc})") from None
     block = f.int("block_size", minimum=32)
     if block % 32 or block > 1024:
-        raise ConfigError(
-            f"multi_source.dense.block_size must be a multiple of 32 <= 1024, got {block}"
-        )
-    return {"spec": spec.to_dict(), "block_size": block}
+        raise ConfigError(f"{section}.block_size must be a multiple of 32 <= 1024, got {block}")
+    return spec, block, f
 
 
 def _now() -> str:
