@@ -139,3 +139,14 @@ def test_a_chunk_range_is_an_exact_part(programs, rng):
         out = run_dense(programs[spec], spec, prep, chunks)
         sources = np.arange(chunks[0] * step, min(graph.n, chunks[1] * step))
         check(out, target_sums(prep.graph, sources), graph, str(chunks))
+
+
+def test_the_dense_form_is_worth_it_on_small_shallow_graphs_only():
+    from blest.runtime.engine_multi import dense_takes
+
+    assert dense_takes(2277, 62_742, 11)  # wiki_chameleon
+    assert dense_takes(22_470, 342_004, 15, free_bytes=1 << 34)  # musae_facebook
+    assert not dense_takes(22_470, 342_004, 15, free_bytes=1 << 20)  # too little memory
+    assert not dense_takes(5000, 20_000, 300)  # deep: a pull over every arc a level
+    assert not dense_takes(46_000, 10**7, 10)  # hours of pulling, not worth timing
+    assert not dense_takes(50_000, 10**5, 5)  # more vertices than it takes

@@ -20,7 +20,13 @@ from blest.runtime.dense import DENSE_BLOCK_SIZE, DenseRunner, dense_fits
 from blest.runtime.msbfs import MSRunner
 from blest.runtime.multi import Progress, gpu_bfs_many, gpu_source_sums
 
-__all__ = ["GPUManySources", "MultiSourceChoice", "DenseChoice", "DEEP_GRAPH_LEVELS"]
+__all__ = [
+    "GPUManySources",
+    "MultiSourceChoice",
+    "DenseChoice",
+    "DEEP_GRAPH_LEVELS",
+    "dense_takes",
+]
 
 #: BFS depth from which the default multi-source kernel runs one batch per block.
 DEEP_GRAPH_LEVELS = 64
@@ -60,7 +66,8 @@ class GPUManySources:
     _runners: dict[bool, MSRunner]
     #: "auto" (the graph decides), None (the batched forms) or a DenseChoice.
     _dense_choice: DenseChoice | str | None = "auto"
-    _dense: dict[str, DenseRunner | None] | None = None  # the built runner (None: not used)
+    _dense_built = False  # whether dense_runner() has decided
+    _dense: DenseRunner | None = None
     _depth_sample: int | None = None
 
     def configure_multi_source(
@@ -89,31 +96,29 @@ class GPUManySources:
 
     def dense_runner(self) -> DenseRunner | None:
         """The dense runner of this engine's every-vertex sums, built on first use; None where
-        the batched kernel runs them: by choice, or by default ("auto") on graphs the dense form
-        does not take (see :func:`~blest.runtime.dense.dense_fits`), deep ones, and those
-        whose predicted pull exceeds DENSE_AUTO_BYTES."""
-        if self._dense is None:
+        the batched kernel runs them: by choice, or by default ("auto") where
+        :func:`dense_takes` says no (graphs it does not take, deep ones, and those whose
+        predicted pull exceeds DENSE_AUTO_BYTES)."""
+        if not self._dense_built:
             choice = self._dense_choice
             if choice == "auto":
                 choice = self._default_dense()
-            runner = None
             if isinstance(choice, DenseChoice):
                 with self._cp.cuda.Device(self._device_id):
-                    runner = DenseRunner(
+                    self._dense = DenseRunner(
                         self.prepared, choice.spec, device=self._device_id,
                         block_size=choice.block_size,
                     )  # fmt: skip
-            self._dense = {"runner": runner}
-        return self._dense["runner"]
+            self._dense_built = True
+        return self._dense
 
     def _default_dense(self) -> DenseChoice | None:
         n, arcs = self.n, int(self.prepared.in_ptr[-1])
         free, _ = self._cp.cuda.runtime.memGetInfo()
-        if not dense_fits(DEFAULT_DENSE, n, arcs, free):
+        if not dense_fits(DEFAULT_DENSE, n, arcs, free):  # before the sample BFS it needs
             return None
         depth = self._sampled_depth()
-        pull = 4 * arcs * row_words(DEFAULT_DENSE, n) * max(depth, 1)
-        if depth >= DEEP_GRAPH_LEVELS or pull > DENSE_AUTO_BYTES:
+        if not dense_takes(n, arcs, depth, free):
             return None
         warnings.warn(
             f"this engine was not tuned for many sources: the sums of every vertex use "
@@ -182,7 +187,16 @@ class GPUManySources:
         for runner in self._runners.values():
             runner.close()
         self._runners = {}
-        dense = (self._dense or {}).get("runner")
-        if dense is not None:
-            dense.close()
-        self._dense = None
+        if self._dense is not None:
+            self._dense.close()
+        self._dense, self._dense_built = None, False
+
+
+def dense_takes(n: int, arcs: int, depth: int, free_bytes: int | None = None) -> bool:
+    """Whether the dense form is worth running (and timing) on a graph: it takes the graph
+    (:func:`~blest.runtime.dense.dense_fits`), the graph is shallow (BFS depth below
+    DEEP_GRAPH_LEVELS) and its predicted pull (in-arcs x row bytes x depth) stays within
+    DENSE_AUTO_BYTES."""
+    if depth >= DEEP_GRAPH_LEVELS or not dense_fits(DEFAULT_DENSE, n, arcs, free_bytes):
+        return False
+    return 4 * arcs * row_words(DEFAULT_DENSE, n) * max(depth, 1) <= DENSE_AUTO_BYTES

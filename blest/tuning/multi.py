@@ -58,8 +58,6 @@ QUEUE_BLOCKS = (256, 128, 1024)
 DENSE_BLOCKS = (512, 1024, 256)
 #: Share of the budget the dense form's variants get where it takes the graph.
 DENSE_BUDGET_SHARE = 0.2
-#: BFS depth from which the dense form is not timed (a pull over every arc a level).
-DEEP_GRAPH_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -375,18 +373,17 @@ def search_every_vertex(
     progress: Callable[[str], None] | None = None,
     sample: int = 4096,
 ) -> EveryVertexPick:
-    """The batched search (:func:`search_multi_source`) and, where the dense form takes the
-    graph (shallow, small enough), the dense variants (a fifth of the budget) on whole runs;
-    the dense form is kept when its run beats the batched pick's rate times n."""
+    """The batched search (:func:`search_multi_source`) and, where the dense form is worth it
+    (:func:`~blest.runtime.engine_multi.dense_takes`), the dense variants (a fifth of the
+    budget) on whole runs; the dense form is kept when its run beats the batched pick's rate
+    times n."""
     import cupy
 
-    from blest.runtime.dense import dense_fits
+    from blest.runtime.engine_multi import dense_takes
 
     prep = prepared(sigmas[0])
     free, _ = cupy.cuda.runtime.memGetInfo()
-    dense_ok = depth < DEEP_GRAPH_DEPTH and dense_fits(
-        DenseSpec(), prep.n, int(prep.in_ptr[-1]), free
-    )
+    dense_ok = dense_takes(prep.n, int(prep.in_ptr[-1]), depth, free)
     share = DENSE_BUDGET_SHARE if dense_ok else 0.0
     best, table = search_multi_source(
         prepared, sigmas, depth, (1 - share) * budget_s, sample, progress=progress
