@@ -3,7 +3,8 @@
 GPU phases are timed by CUDA events (init kernel, traversal, result copy), host phases by the
 wall clock (argument checks, kernel submission, waiting for the control block, delivery). Next
 to them: the public call with each ``out`` (``"view"``, ``"device"``, None), timed as
-``benchmarks/run.py`` times it, and the floor of any call on this machine: one empty kernel
+``benchmarks/run.py`` times it, launched kernel by kernel and replayed from a captured CUDA
+graph, and the floor of any call on this machine: one empty kernel
 launched the engine's way and waited for by the same pinned copy. ``--cprofile`` adds the
 Python functions that take the most time over the ``"view"`` calls. Needs a GPU:
 
@@ -167,21 +168,27 @@ def main(argv: list[str] | None = None) -> int:
     block, per_sm = (int(x) for x in args.geometry.split(":"))
     results: dict[str, dict[str, float]] = {"floor": floor(200)}
     for key, value in results["floor"].items():
-        print(f"  {key:<38} {value:8.4f} ms")
+        print(f"  {key:<50} {value:8.4f} ms")
     for name in args.graphs:
         graph = anchor_graph(name)
         perm = None if args.ordering == "natural" else compute_ordering(graph, args.ordering)
         prepared = Prepared.from_graph(graph, spec.sigma, perm)
         sources = timing_sources(graph, args.sources)
-        with Engine(prepared, spec, block_size=block, blocks_per_sm=per_sm) as eng:
+        geometry = {"block_size": block, "blocks_per_sm": per_sm}
+        with Engine(prepared, spec, capture=False, **geometry) as eng:
             warm_up(eng, int(sources[0]))
             row = phases(eng, sources, args.repeat)
-            row.update(public_calls(eng, sources, args.repeat))
+            launched = public_calls(eng, sources, args.repeat)
+            row.update({f"{k} [launched]": v for k, v in launched.items()})
+        with Engine(prepared, spec, **geometry) as eng:
+            warm_up(eng, int(sources[0]))
+            captured = public_calls(eng, sources, args.repeat)
+            row.update({f"{k} [captured]": v for k, v in captured.items()})
             report = host_profile(eng, sources, args.cprofile) if args.cprofile else ""
         results[name] = row
         print(f"{name} ({spec.name}, {args.geometry}, {args.ordering}, n={graph.n}):")
         for key, value in row.items():
-            print(f"  {key:<38} {value:8.4f} ms")
+            print(f"  {key:<50} {value:8.4f} ms")
         if report:
             print(report)
     if args.out:

@@ -165,6 +165,57 @@ def test_view_output_and_traversal_time(zoo, launch):
             eng.bfs(a, out="host")
 
 
+@pytest.mark.parametrize("launch", ["persistent", "per_level", "block"])
+def test_captured_calls_agree_with_launched_ones(zoo, launch):
+    """Plain calls replay a captured CUDA graph (persistent and block launches); calls with a
+    depth limit, several seeds or parents launch kernel by kernel on the same buffers. Mixed in
+    random order, with every kind of out, each answer equals SciPy, and an engine that never
+    captures gives the same levels and statistics."""
+    import cupy as cp
+
+    rng, graphs = zoo
+    spec = VariantSpec.block(8) if launch == "block" else VariantSpec(sigma=8, launch=launch)
+    for name in ("power_law", "road_deep", "directed", "disconnected"):
+        graph = graphs[name]
+        perm = rcm(graph) if name != "directed" else None
+        with (
+            _engine(graph, spec, permutation=perm) as eng,
+            _engine(graph, spec, permutation=perm, capture=False) as plain,
+        ):
+            srcs = sources(rng, graph)
+            for i in rng.permutation(3 * len(srcs)):
+                src = int(srcs[i % len(srcs)])
+                kind = ["none", "device", "view", "host_out", "device_out", "limit", "seeds"][
+                    int(rng.integers(7))
+                ]
+                want = bfs_levels(graph, src)
+                if kind == "limit":
+                    got = eng.bfs(src, depth_limit=2)
+                    want = np.where(want > 2, -1, want)
+                elif kind == "seeds":
+                    got = eng.bfs([src, src])
+                elif kind == "host_out":
+                    got = eng.bfs(src, out=np.full(graph.n, POISON, dtype=np.int32))
+                elif kind == "device_out":
+                    got = eng.bfs(src, out=cp.full(graph.n, POISON, dtype=cp.int32)).get()
+                else:
+                    got = eng.bfs(src, out=None if kind == "none" else kind)
+                    got = got if kind == "none" else got.get()
+                np.testing.assert_array_equal(got, want, err_msg=f"{name} {kind} src={src}")
+                stats = eng.stats
+                np.testing.assert_array_equal(plain.bfs(src), bfs_levels(graph, src))
+                assert stats.source == src and stats.visited == int((want >= 0).sum())
+                assert 0 < stats.traversal_ms < 1e3
+                if kind not in ("limit", "seeds"):
+                    assert stats.depth == plain.stats.depth == want.max()
+                    assert stats.levels_run == plain.stats.levels_run
+            levels, parents = eng.bfs(src, parents=True)
+            np.testing.assert_array_equal(levels, bfs_levels(graph, src))
+            assert parents.shape == (graph.n,)
+            assert bool(eng._call_graphs) == (launch != "per_level")
+            assert not plain._call_graphs
+
+
 def test_mma_instruction_matches_emulation():
     import cupy as cp
 
@@ -251,3 +302,22 @@ def test_level_timeline(zoo, spec):
         else:
             assert stages.shape == (eng.stats.levels_run, 2) and (stages >= 0).all()
             np.testing.assert_allclose(stages.sum(axis=1), times, rtol=1e-9, atol=1e-9)
+
+
+def test_a_failed_capture_falls_back_to_launches(zoo, monkeypatch):
+    """Where a call cannot be captured (an old driver, say), the engine says so once and
+    launches kernel by kernel, with the same answers."""
+    import blest.runtime.engine_capture as capture
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("capture refused for the test")
+
+    rng, graphs = zoo
+    graph = graphs["power_law"]
+    monkeypatch.setattr(capture, "CapturedCall", refuse)
+    with _engine(graph, VariantSpec(sigma=8)) as eng:
+        a, b = sources(rng, graph)
+        with pytest.warns(RuntimeWarning, match="capture refused"):
+            np.testing.assert_array_equal(eng.bfs(a), bfs_levels(graph, a))
+        np.testing.assert_array_equal(eng.bfs(b, out="device").get(), bfs_levels(graph, b))
+        assert not eng._call_graphs and not eng._capture

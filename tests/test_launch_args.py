@@ -33,3 +33,68 @@ def test_arguments_follow_cupy_rules():
 def test_unsupported_arguments_are_refused(bad):
     with pytest.raises(TypeError):
         _slot(bad)
+
+
+class _Stream:
+    """What :class:`blest.runtime.call_graph.CapturedCall` uses of a CuPy stream, recording the
+    calls; ``end_capture`` fails when the capture was broken, as CUDA does."""
+
+    def __init__(self, log: list, broken: list) -> None:
+        self.log, self.broken, self.ptr = log, broken, 0xBEEF
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, *exc):
+        self.log.append("exit")
+
+    def begin_capture(self):
+        self.log.append("begin")
+
+    def end_capture(self):
+        self.log.append("end")
+        if self.broken:
+            raise RuntimeError("capture invalidated")
+        return SimpleNamespace(
+            upload=lambda stream: self.log.append("upload"),
+            launch=lambda stream: self.log.append(("launch", stream)),
+        )
+
+    def synchronize(self):
+        self.log.append("sync")
+
+
+def _fake_cupy(log: list, broken: list) -> SimpleNamespace:
+    cuda = SimpleNamespace(
+        Stream=lambda non_blocking: _Stream(log, broken),
+        get_current_stream=lambda: "current",
+    )
+    return SimpleNamespace(cuda=cuda)
+
+
+def test_a_capture_is_ended_and_launched_on_the_current_stream():
+    from blest.runtime.call_graph import CapturedCall
+
+    log: list = []
+    call = CapturedCall(_fake_cupy(log, []), lambda stream: log.append(("work", stream.ptr)))
+    assert log == ["enter", "begin", ("work", 0xBEEF), "end", "upload", "sync", "exit"]
+    call()
+    assert log[-1] == ("launch", "current")
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_failed_capture_is_ended_and_its_error_raised(broken):
+    """A failure while enqueueing ends the capture (the stream stays usable) and raises the
+    failure itself, not the error of ending a broken capture."""
+    from blest.runtime.call_graph import CapturedCall
+
+    log: list = []
+
+    def fail(stream):
+        log.append("work")
+        raise ValueError("launch failed")
+
+    with pytest.raises(ValueError, match="launch failed"):
+        CapturedCall(_fake_cupy(log, [True] if broken else []), fail)
+    assert log == ["enter", "begin", "work", "end", "exit"]

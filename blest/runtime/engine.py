@@ -10,6 +10,11 @@ the out-adjacency instead of the BVSS, one launch of one block a call; :mod:`.en
 that picks a BFS parent for every reached vertex (the in-adjacency is uploaded at the first such
 call when the variant does not already hold it).
 
+A plain call (one source, no depth limit, no parents) of a persistent or block variant is
+replayed from a CUDA graph captured at its first use (:mod:`.call_graph`): one launch a call
+instead of four to six. Other calls, and engines built with ``capture=False``, launch kernel by
+kernel.
+
 Thread safety: calls on one Engine are serialized by a lock (they share device buffers); use one
 Engine per thread for concurrency. A kernel failure (a grid barrier that timed out) voids the
 engine: it refuses further calls until it is rebuilt.
@@ -32,6 +37,7 @@ from blest.graph.prepared import Prepared
 from blest.runtime.base import EngineBase
 from blest.runtime.device import cupy_module, device_buffers, pinned_array, require_memory
 from blest.runtime.engine_block import BlockLaunch
+from blest.runtime.engine_capture import CallCapture, plain_id
 from blest.runtime.engine_multi import GPUManySources, MultiSourceChoice
 from blest.runtime.engine_probes import EngineProbes
 from blest.runtime.msbfs import MSRunner
@@ -42,7 +48,7 @@ __all__ = ["Engine", "BFSStats"]
 PER_LEVEL_BATCH = 16
 
 
-class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
+class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase):
     """BFS on the GPU with one generated kernel variant.
 
     Parameters
@@ -64,6 +70,9 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
         runs ``block_size`` threads in one block and ignores the rest.
     record_levels : bool
         Record when each level starts (global timer), for :meth:`level_times_ms`.
+    capture : bool
+        Replay plain calls from a captured CUDA graph (default); False launches every kernel
+        of every call separately (for comparisons).
     """
 
     def __init__(
@@ -79,6 +88,7 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
         grid_blocks: int | None = None,
         small_queue: int | None = None,
         record_levels: bool = False,
+        capture: bool = True,
     ) -> None:
         from blest.codegen import toolchain
 
@@ -101,6 +111,7 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
         if self.n == 0:
             raise ArgumentError("the graph has no vertices")
         self._record_levels = bool(record_levels)
+        self._capture = bool(capture) and self.spec.launch != "per_level"
         self._void = ""
         self._ms_choice: MultiSourceChoice | None = None
         self._runners: dict[bool, MSRunner] = {}
@@ -125,6 +136,8 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
         self._host_levels = pinned_array(cp, n, np.int32)
         self._host_ctl = pinned_array(cp, CTL_WORDS, np.uint32)
         self._events = (cp.cuda.Event(), cp.cuda.Event())
+        self._call_graphs: dict[bool, Any] = {}  # by "levels copied to the host"
+        self._graph_seed: tuple[Any, Any] | None = None  # (device word, pinned host word)
 
     def _bvss_buffers(self, prep: Prepared) -> tuple[dict[str, Any], dict[str, Any]]:
         """(graph arrays, traversal state) of the BVSS variants."""
@@ -234,6 +247,13 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
             it out).
         """
         self._check_open()
+        self._check_out(out)
+        if self._capture and depth_limit is None and not parents and plain_id(src, self.n):
+            with self._lock, self._cp.cuda.Device(self._device_id):
+                self._check_open()
+                graph = self._call_graph(out is None or isinstance(out, np.ndarray))
+                if graph is not None:
+                    return self._replay(graph, int(self._new_of_old[src]), int(src), out)
         user, internal = self._seeds(src)
         limit = self._depth_limit(depth_limit)
         with self._lock, self._cp.cuda.Device(self._device_id):
@@ -256,6 +276,16 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
         super()._check_open()
         if self._void:
             raise EngineError(f"{self._void}; build a new engine to continue")
+
+    def _check_out(self, out: Any) -> None:
+        if isinstance(out, str):
+            if out not in ("device", "view"):
+                raise ArgumentError(f"out must be None, 'device', 'view' or an array, got {out!r}")
+        elif isinstance(out, self._cp.ndarray):
+            if out.dtype != np.int32 or out.shape != (self.n,):
+                raise ArgumentError(f"out must be an int32 array of shape ({self.n},)")
+        elif out is not None:
+            self._check_host_out(out)
 
     def _launch(self, role: str, extra: tuple, cooperative: bool = False) -> None:
         """Start kernel ``role`` with the engine's arguments and ``extra``: through a launch
@@ -320,11 +350,16 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
         self._parent_args = (in_ptr, in_idx, cp.empty(self.n, dtype=cp.int32))
 
     def _submit_traversal(self, limit: int) -> None:
-        """Enqueue the traversal (and the unpermute pass) between the two timing events (the
-        block launch: its one kernel, which also initializes and writes the user's ids)."""
-        eta = np.float64(self.eta)
+        """Enqueue the traversal between the two timing events."""
         start, stop = self._events
         start.record()
+        self._enqueue_traversal(limit)
+        stop.record()
+
+    def _enqueue_traversal(self, limit: int) -> None:
+        """The traversal's launches and the unpermute pass (the block launch: its one kernel,
+        which also initializes and writes the user's ids)."""
+        eta = np.float64(self.eta)
         if self.spec.launch == "block":
             self._launch("bfs", (*self._block_seeds, np.int32(limit)))
         elif self.spec.launch == "persistent":
@@ -334,12 +369,16 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
             self._per_level_loop(limit, eta)
         if self._user_levels is not None and self.spec.launch != "block":
             self._launch("unpermute", (self._user_levels,))
-        stop.record()
 
     def _wait(self, user: int, seeds: int = 1) -> None:
         """Wait for the traversal; void the engine if a grid barrier timed out."""
-        start, stop = self._events
         self._state["ctl"].get(out=self._host_ctl)
+        self._check_ctl(user, seeds)
+
+    def _check_ctl(self, user: int, seeds: int) -> None:
+        """After the wait: void the engine if a grid barrier timed out, else keep the call's
+        timing events for :attr:`stats`."""
+        start, stop = self._events
         if self._host_ctl[CTL["error"]]:
             self._void = (
                 f"kernel {self.spec.name}: a grid barrier timed out (a block never arrived) and "
@@ -362,22 +401,21 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
             if self._host_ctl[CTL["done"]]:
                 return
 
+    def _levels(self) -> Any:
+        """The device array that holds the last call's levels in the user's ids."""
+        return self._state["levels"] if self._user_levels is None else self._user_levels
+
     def _deliver(self, out: Any) -> Any:
-        cp = self._cp
-        levels = self._state["levels"] if self._user_levels is None else self._user_levels
+        """The last call's levels as ``out`` asks (checked by :meth:`_check_out`)."""
+        levels = self._levels()
         if isinstance(out, str):
-            if out not in ("device", "view"):
-                raise ArgumentError(f"out must be None, 'device', 'view' or an array, got {out!r}")
             return levels.copy() if out == "device" else levels
         if out is None:
             levels.get(out=self._host_levels)
             return self._host_levels.copy()
-        if isinstance(out, cp.ndarray):
-            if out.dtype != np.int32 or out.shape != (self.n,):
-                raise ArgumentError(f"out must be an int32 array of shape ({self.n},)")
+        if isinstance(out, self._cp.ndarray):
             out[...] = levels
             return out
-        self._check_host_out(out)
         levels.get(out=self._host_levels)
         np.copyto(out, self._host_levels)
         return out
@@ -415,6 +453,8 @@ class Engine(BlockLaunch, GPUManySources, EngineProbes, EngineBase):
     def _release(self) -> None:
         """Drop every device buffer, the pinned staging memory and the module."""
         self._close_runners()
+        self._call_graphs = {}
+        self._graph_seed = None
         self._arrays = self._state = {}
         self._common_args = ()
         self._launches = {}
