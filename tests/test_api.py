@@ -162,3 +162,28 @@ def test_public_names():
         assert name in blest.__all__ and getattr(blest, name) is not None
     assert blest.bfs is api.bfs and blest.validate is api.validate
     assert "nx" in dir(blest) or hasattr(blest, "nx")
+
+
+@pytest.mark.parametrize("engine", ["cpu", "emulated"])
+def test_out_arrays_are_checked_before_any_work(engine):
+    """A wrong or read-only ``out`` is refused with a clear error, and a good one is filled."""
+    from blest.graph.prepared import Prepared
+    from blest.runtime.cpu import CPUEngine
+    from blest.runtime.emulated import EmulatedEngine
+
+    g = blest.datasets.grid2d(3, 4)
+    prepared = Prepared.from_graph(g, 8)
+    eng = CPUEngine(prepared) if engine == "cpu" else EmulatedEngine(prepared)
+    frozen = np.zeros(g.n, dtype=np.int32)
+    frozen.flags.writeable = False
+    for bad, message in [
+        (frozen, "read-only"),
+        (np.zeros(g.n, dtype=np.int64), "int32"),
+        (np.zeros(g.n + 1, dtype=np.int32), "shape"),
+        ([0] * g.n, "int32"),
+    ]:
+        with pytest.raises(blest.ArgumentError, match=message):
+            eng.bfs(0, out=bad)
+    out = np.full(g.n, 99, dtype=np.int32)
+    assert eng.bfs(0, out=out) is out
+    np.testing.assert_array_equal(out, bfs_levels(g, 0))

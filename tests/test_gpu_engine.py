@@ -172,6 +172,12 @@ def test_captured_calls_agree_with_launched_ones(zoo, launch):
     random order, with every kind of out, each answer equals SciPy, and an engine that never
     captures gives the same levels and statistics."""
     import cupy as cp
+    import cupyx
+
+    def pinned(n):  # page-locked: the levels land in it without a staging copy
+        buf = cupyx.empty_pinned(n, dtype=np.int32)
+        buf[:] = POISON
+        return buf
 
     rng, graphs = zoo
     spec = VariantSpec.block(8) if launch == "block" else VariantSpec(sigma=8, launch=launch)
@@ -182,16 +188,23 @@ def test_captured_calls_agree_with_launched_ones(zoo, launch):
             _engine(graph, spec, permutation=perm) as eng,
             _engine(graph, spec, permutation=perm, capture=False) as plain,
         ):
+            assert eng._staged(np.zeros(3, np.int32)) and not eng._staged(pinned(3))
             srcs = sources(rng, graph)
             for i in rng.permutation(3 * len(srcs)):
                 src = int(srcs[i % len(srcs)])
-                kind = ["none", "device", "view", "host_out", "device_out", "limit", "seeds"][
-                    int(rng.integers(7))
-                ]
+                kinds = ["none", "device", "view", "host_out", "device_out", "pinned_out"]
+                kinds += ["limit", "pinned_limit", "seeds"]
+                kind = kinds[int(rng.integers(len(kinds)))]
                 want = bfs_levels(graph, src)
-                if kind == "limit":
-                    got = eng.bfs(src, depth_limit=2)
+                if kind in ("limit", "pinned_limit"):
+                    out = pinned(graph.n) if kind == "pinned_limit" else None
+                    got = eng.bfs(src, depth_limit=2, out=out)
+                    assert out is None or got is out
                     want = np.where(want > 2, -1, want)
+                elif kind == "pinned_out":
+                    out = pinned(graph.n)
+                    got = eng.bfs(src, out=out)
+                    assert got is out
                 elif kind == "seeds":
                     got = eng.bfs([src, src])
                 elif kind == "host_out":
@@ -206,7 +219,7 @@ def test_captured_calls_agree_with_launched_ones(zoo, launch):
                 np.testing.assert_array_equal(plain.bfs(src), bfs_levels(graph, src))
                 assert stats.source == src and stats.visited == int((want >= 0).sum())
                 assert 0 < stats.traversal_ms < 1e3
-                if kind not in ("limit", "seeds"):
+                if kind not in ("limit", "pinned_limit", "seeds"):
                     assert stats.depth == plain.stats.depth == want.max()
                     assert stats.levels_run == plain.stats.levels_run
             levels, parents = eng.bfs(src, parents=True)

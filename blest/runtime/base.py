@@ -103,6 +103,8 @@ class EngineBase:
     def _check_host_out(self, out: Any) -> None:
         if not isinstance(out, np.ndarray) or out.dtype != np.int32 or out.shape != (self.n,):
             raise ArgumentError(f"out must be an int32 array of shape ({self.n},)")
+        if not out.flags.writeable:
+            raise ArgumentError("out is read-only")
 
     def _stats(self, user: np.ndarray, levels: np.ndarray, seeds: int, ms: float) -> BFSStats:
         """Statistics of a CPU call from its levels (user ids)."""

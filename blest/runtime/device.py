@@ -13,6 +13,7 @@ __all__ = [
     "device_buffers",
     "device_smem_limit",
     "out_csr",
+    "is_pinned",
     "pinned_array",
     "require_memory",
     "format_bytes",
@@ -46,6 +47,18 @@ def device_smem_limit(cp: Any, device_id: int) -> int:
 
     attrs = cp.cuda.Device(device_id).attributes
     return int(attrs.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)) - SMEM_STATIC_RESERVE
+
+
+def is_pinned(cp: Any, array: Any) -> bool:
+    """Whether a C-contiguous NumPy array lies in page-locked memory (``cupyx.empty_pinned``,
+    say), so that the GPU can copy into it directly."""
+    if not array.flags.c_contiguous:
+        return False
+    runtime = cp.cuda.runtime
+    try:
+        return runtime.pointerGetAttributes(array.ctypes.data).type == runtime.memoryTypeHost
+    except runtime.CUDARuntimeError:
+        return False
 
 
 def pinned_array(cp: Any, count: int, dtype: Any) -> Any:

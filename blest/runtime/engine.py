@@ -35,7 +35,13 @@ from blest.graph.core import Graph
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
 from blest.runtime.base import EngineBase
-from blest.runtime.device import cupy_module, device_buffers, pinned_array, require_memory
+from blest.runtime.device import (
+    cupy_module,
+    device_buffers,
+    is_pinned,
+    pinned_array,
+    require_memory,
+)
 from blest.runtime.engine_block import BlockLaunch
 from blest.runtime.engine_capture import CallCapture, plain_id
 from blest.runtime.engine_multi import GPUManySources, MultiSourceChoice
@@ -235,8 +241,11 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         out : None, "device", "view" or array, optional
             None returns a fresh NumPy array; ``"device"`` a fresh CuPy array; ``"view"`` the
             engine's own CuPy array, without a copy, valid until the next call on this engine
-            (which overwrites it) or its close; a NumPy or CuPy
-            int32 array of length n is filled in place and returned.
+            (which overwrites it) or its close; a NumPy or CuPy int32 array of length n is
+            filled in place and returned. A page-locked NumPy array (``cupyx.empty_pinned``)
+            receives the levels straight from the GPU, without the host copy that a fresh
+            or pageable array costs (most of the call on graphs of millions of vertices).
+            After an error, the contents of ``out`` are undefined.
         depth_limit : int, optional
             Stop after assigning level ``depth_limit`` (vertices further away report -1).
         parents : bool
@@ -251,9 +260,10 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         if self._capture and depth_limit is None and not parents and plain_id(src, self.n):
             with self._lock, self._cp.cuda.Device(self._device_id):
                 self._check_open()
-                graph = self._call_graph(out is None or isinstance(out, np.ndarray))
+                staged = self._staged(out)
+                graph = self._call_graph(staged)
                 if graph is not None:
-                    return self._replay(graph, int(self._new_of_old[src]), int(src), out)
+                    return self._replay(graph, staged, int(self._new_of_old[src]), int(src), out)
         user, internal = self._seeds(src)
         limit = self._depth_limit(depth_limit)
         with self._lock, self._cp.cuda.Device(self._device_id):
@@ -401,6 +411,11 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
             if self._host_ctl[CTL["done"]]:
                 return
 
+    def _staged(self, out: Any) -> bool:
+        """Whether the levels reach ``out`` through the engine's pinned buffer: for None and
+        pageable NumPy arrays (a pinned one takes them directly, the device ones on the GPU)."""
+        return out is None or (isinstance(out, np.ndarray) and not is_pinned(self._cp, out))
+
     def _levels(self) -> Any:
         """The device array that holds the last call's levels in the user's ids."""
         return self._state["levels"] if self._user_levels is None else self._user_levels
@@ -415,6 +430,9 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
             return self._host_levels.copy()
         if isinstance(out, self._cp.ndarray):
             out[...] = levels
+            return out
+        if not self._staged(out):  # pinned: straight into it
+            levels.get(out=out)
             return out
         levels.get(out=self._host_levels)
         np.copyto(out, self._host_levels)

@@ -2,10 +2,11 @@
 :mod:`blest.runtime.call_graph`. Mixed into :class:`blest.runtime.engine.Engine`.
 
 A plain call is one source in range, no depth limit, no parents, on a persistent or block
-variant. Its work is captured at first use, once with the levels copied to pinned host memory
-(``out=None`` or a NumPy ``out``) and once without; later plain calls write the seed to a
-pinned word and launch the graph. The captured graph holds the engine's buffers' addresses, so
-it lives and dies with them.
+variant. Its work is captured at first use, once with the levels copied to the engine's pinned
+host buffer (``out=None`` or a pageable NumPy ``out``) and once without (device outputs, and a
+pinned NumPy ``out``, which the levels reach by one copy enqueued after the graph); later plain
+calls write the seed to a pinned word and launch the graph. The captured graph holds the
+addresses of the engine's buffers, so it lives and dies with them.
 """
 
 from __future__ import annotations
@@ -94,24 +95,28 @@ class CallCapture:
             levels = self._levels()
             copy_async(cp, self._host_levels.ctypes.data, levels.data.ptr, levels.nbytes, stream)
 
-    def _replay(self, graph: CapturedCall, internal: int, user: int, out: Any) -> Any:
-        """One plain call through ``graph``: a fresh device result is copied before the wait,
-        so that its submission overlaps the traversal."""
+    def _replay(self, graph: CapturedCall, staged: bool, internal: int, user: int, out: Any) -> Any:
+        """One plain call through ``graph`` (``staged``: the one that copies the levels to the
+        engine's pinned buffer). A fresh device result, or a pinned ``out``, is copied before
+        the wait, so that its submission overlaps the traversal."""
         cp = self._cp
         self._graph_seed[1][0] = internal  # type: ignore[index]
         graph()
+        levels, stream = self._levels(), cp.cuda.get_current_stream()
         fresh = None
         if isinstance(out, str) and out == "device":  # a plain copy: CuPy's copy() costs more
-            levels, stream = self._levels(), cp.cuda.get_current_stream()
             fresh = cp.empty(self.n, dtype=cp.int32)
             copy_async(cp, fresh.data.ptr, levels.data.ptr, levels.nbytes, stream)
-        cp.cuda.get_current_stream().synchronize()
+        elif isinstance(out, np.ndarray) and not staged:  # a pinned out
+            copy_async(cp, out.ctypes.data, levels.data.ptr, levels.nbytes, stream)
+        stream.synchronize()
         self._check_ctl(user, 1)
         if fresh is not None:
             return fresh
         if out is None:
             return self._host_levels.copy()
         if isinstance(out, np.ndarray):
-            np.copyto(out, self._host_levels)
+            if staged:
+                np.copyto(out, self._host_levels)
             return out
         return self._deliver(out)
