@@ -334,3 +334,22 @@ def test_a_failed_capture_falls_back_to_launches(zoo, monkeypatch):
             np.testing.assert_array_equal(eng.bfs(a), bfs_levels(graph, a))
         np.testing.assert_array_equal(eng.bfs(b, out="device").get(), bfs_levels(graph, b))
         assert not eng._call_graphs and not eng._capture
+
+
+def test_captured_calls_follow_changes_of_eta_and_small_queue(zoo):
+    """A captured call holds eta and small_queue as kernel arguments; changing them on the
+    engine (as the tuner does between runs) must change what the next call does."""
+    rng, graphs = zoo
+    graph = graphs["power_law"]
+    with _engine(graph, VariantSpec(sigma=8, switching=True)) as eng:
+        src = int(sources(rng, graph)[0])
+        want = bfs_levels(graph, src)
+        for eta, small_queue in [(0.0, 0), (float("inf"), 0), (0.0, 10**6), (float("inf"), 16)]:
+            eng.eta, eng.small_queue = eta, small_queue
+            np.testing.assert_array_equal(eng.bfs(src), want)
+            bottom_up = eng.stats.bottom_up_levels
+            if eta == 0.0:
+                assert bottom_up == (), (eta, small_queue)
+            else:  # every level after the seed's finds fewer unvisited than inf * |Q|
+                assert len(bottom_up) >= want.max() - 1, (eta, small_queue, bottom_up)
+        assert len(eng._call_graphs) == 1  # the graphs of other settings were dropped

@@ -142,7 +142,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         self._host_levels = pinned_array(cp, n, np.int32)
         self._host_ctl = pinned_array(cp, CTL_WORDS, np.uint32)
         self._events = (cp.cuda.Event(), cp.cuda.Event())
-        self._call_graphs: dict[bool, Any] = {}  # by "levels copied to the host"
+        self._call_graphs: dict[tuple, Any] = {}  # by (levels to the host, eta, small_queue)
         self._graph_seed: tuple[Any, Any] | None = None  # (device word, pinned host word)
 
     def _bvss_buffers(self, prep: Prepared) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -38,7 +38,9 @@ class CallCapture:
 
     _cp: Any
     _capture: bool
-    _call_graphs: dict[bool, CapturedCall]
+    _call_graphs: dict[tuple[bool, float, int], CapturedCall]
+    eta: float
+    small_queue: int
     _graph_seed: tuple[Any, Any] | None
     _events: tuple[Any, Any]
     _state: dict[str, Any]
@@ -49,12 +51,16 @@ class CallCapture:
     spec: Any
 
     def _call_graph(self, host: bool) -> CapturedCall | None:
-        """The captured plain call (with the levels copied to pinned host memory, or not);
-        None where this engine launches kernel by kernel."""
+        """The captured plain call (with the levels copied to pinned host memory, or not) at
+        the engine's current ``eta`` and ``small_queue``, which a graph holds as kernel
+        arguments (the tuner changes them between runs); None where this engine launches
+        kernel by kernel."""
         if not self._capture:
             return None
-        graph = self._call_graphs.get(host)
+        key = (host, float(self.eta), int(self.small_queue))
+        graph = self._call_graphs.get(key)
         if graph is None:
+            self._call_graphs = {k: g for k, g in self._call_graphs.items() if k[1:] == key[1:]}
             if self._graph_seed is None:
                 self._graph_seed = (
                     self._cp.empty(1, dtype=self._cp.int32),
@@ -71,7 +77,7 @@ class CallCapture:
                     stacklevel=3,
                 )
                 return None
-            self._call_graphs[host] = graph
+            self._call_graphs[key] = graph
         return graph
 
     def _enqueue_call(self, stream: Any, host: bool) -> None:
