@@ -98,3 +98,33 @@ def test_a_failed_capture_is_ended_and_its_error_raised(broken):
     with pytest.raises(ValueError, match="launch failed"):
         CapturedCall(_fake_cupy(log, [True] if broken else []), fail)
     assert log == ["enter", "begin", "work", "end", "exit"]
+
+
+def test_only_contiguous_page_locked_arrays_count_as_pinned():
+    """The GPU copies straight into an ``out`` only where CUDA says it is page-locked and it
+    is one contiguous run; a refused query (no GPU, an old driver) means "not pinned"."""
+    from blest.runtime.device import is_pinned
+
+    class Refused(Exception):
+        pass
+
+    asked: list = []
+
+    def attributes(ptr):
+        asked.append(ptr)
+        if kinds[0] == "refuse":
+            raise Refused("no")
+        return SimpleNamespace(type={"host": 1, "pageable": 0, "device": 2}[kinds[0]])
+
+    runtime = SimpleNamespace(
+        pointerGetAttributes=attributes, memoryTypeHost=1, CUDARuntimeError=Refused
+    )
+    cp = SimpleNamespace(cuda=SimpleNamespace(runtime=runtime))
+    a = np.zeros(8, dtype=np.int32)
+    for kind, want in [("host", True), ("pageable", False), ("device", False), ("refuse", False)]:
+        kinds = [kind]
+        assert is_pinned(cp, a) is want, kind
+    assert asked == [a.ctypes.data] * 4
+    kinds = ["host"]
+    assert not is_pinned(cp, a[::2])  # strided: not one run, and not even asked
+    assert len(asked) == 4
