@@ -19,7 +19,7 @@ from blest.graph.bvss import BVSS, build_bvss
 from blest.graph.core import Graph
 from blest.graph.ordering import Permutation, identity, permute_graph
 
-__all__ = ["Prepared"]
+__all__ = ["Prepared", "to_host"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,7 +87,7 @@ class Prepared:
     def host(self) -> Prepared:
         """The same preparation with NumPy arrays only."""
         b = self.bvss.to_numpy()
-        ptr, idx = np.asarray(_to_host(self.in_ptr)), np.asarray(_to_host(self.in_idx))
+        ptr, idx = np.asarray(to_host(self.in_ptr)), np.asarray(to_host(self.in_idx))
         return Prepared(self.graph, self.ordering, self.permutation, ptr, idx, b)
 
     def reversed(self, xp: Any = None) -> Prepared:
@@ -109,5 +109,6 @@ class Prepared:
         return Prepared.from_graph(rev, self.sigma, self.permutation, xp=xp)
 
 
-def _to_host(a: Any) -> Any:
+def to_host(a: Any) -> Any:
+    """A CuPy array's copy in host memory; anything else as it is."""
     return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a

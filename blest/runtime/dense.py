@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -27,7 +26,7 @@ from blest.codegen.dense import (
     row_words,
 )
 from blest.errors import ArgumentError, EngineError
-from blest.graph.prepared import Prepared
+from blest.graph.prepared import Prepared, to_host
 from blest.reference.centrality import SourceSums
 from blest.runtime.device import cupy_module, pinned_array, require_memory
 
@@ -81,7 +80,7 @@ class DenseRunner:
             raise ArgumentError(
                 f"block_size must be a multiple of 32 in [32, 1024], got {block_size}"
             )
-        in_ptr = np.asarray(_host(prepared.in_ptr), dtype=np.int64)
+        in_ptr = np.asarray(to_host(prepared.in_ptr), dtype=np.int64)
         n, arcs = prepared.n, int(in_ptr[-1])
         if not dense_fits(spec, n, arcs):
             raise ArgumentError(
@@ -113,7 +112,7 @@ class DenseRunner:
         self._ctl = self._out[:head].view(cp.uint32)
         self._packed = self._out[head:].reshape(3, n)  # dist, reach, harm
         self._args = {
-            "in_idx": cp.asarray(np.asarray(_host(prep.in_idx), dtype=np.int32)),
+            "in_idx": cp.asarray(np.asarray(to_host(prep.in_idx), dtype=np.int32)),
             "units": cp.asarray(units.reshape(-1)),
             "n": np.int32(n),
             "n_units": np.int32(units.shape[0]),
@@ -191,7 +190,3 @@ class DenseRunner:
         self._args = {}
         self._launch = None
         self._out = self._host_out = self._packed = self._ctl = None
-
-
-def _host(a: Any) -> Any:
-    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a

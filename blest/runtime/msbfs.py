@@ -26,7 +26,7 @@ from blest.codegen.ms_render import MS_KERNEL, ms_params, render_ms
 from blest.codegen.msspec import MSSpec, queue_capacity, queue_smem_bytes, shared_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
-from blest.graph.prepared import Prepared
+from blest.graph.prepared import Prepared, to_host
 from blest.reference.centrality import SourceSums
 from blest.runtime.device import (
     cupy_module,
@@ -113,8 +113,8 @@ class MSRunner:
             row_ids=b.row_ids,
             masks=b.masks,
             real_ptrs=b.real_ptrs,
-            in_ptr=np.asarray(_host(prep.in_ptr), dtype=np.int64),
-            in_idx=np.asarray(_host(prep.in_idx), dtype=np.int32),
+            in_ptr=np.asarray(to_host(prep.in_ptr), dtype=np.int64),
+            in_idx=np.asarray(to_host(prep.in_idx), dtype=np.int32),
         )
         if self.spec.expand == "csr":
             g["out_ptr"], g["out_idx"] = out_csr(cp, prep, g["in_ptr"], g["in_idx"])
@@ -261,7 +261,7 @@ class MSRunner:
         with cp.cuda.Device(self.device_id):
             src = sources
             if not isinstance(src, cp.ndarray) or src.dtype != cp.int32:
-                src = cp.asarray(np.ascontiguousarray(_host(sources), dtype=np.int32))
+                src = cp.asarray(np.ascontiguousarray(to_host(sources), dtype=np.int32))
             if sums is None:
                 sums = _packed_sums(cp, k)[1]
             t0, launches = time.perf_counter(), 0
@@ -405,7 +405,3 @@ def _packed_sums(cp: Any, k: int) -> tuple[Any, tuple[Any, Any, Any]]:
     """One zeroed (3, k) device buffer and its rows as (dist, reach, harm) arrays."""
     packed = cp.zeros((3, k), dtype=cp.uint64)
     return packed, (packed[0], packed[1], packed[2].view(cp.float64))
-
-
-def _host(a: Any) -> Any:
-    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a
