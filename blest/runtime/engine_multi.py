@@ -114,7 +114,8 @@ class GPUManySources:
 
     def _default_dense(self) -> DenseChoice | None:
         n, arcs = self.n, int(self.prepared.in_ptr[-1])
-        free, _ = self._cp.cuda.runtime.memGetInfo()
+        with self._cp.cuda.Device(self._device_id):  # the engine's device, not the current one
+            free, _ = self._cp.cuda.runtime.memGetInfo()
         if not dense_fits(DEFAULT_DENSE, n, arcs, free):  # before the sample BFS it needs
             return None
         depth = self._sampled_depth()
