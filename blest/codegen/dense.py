@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import functools
 import itertools
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from blest.codegen.contract import CTL_FIELDS
-from blest.codegen.render import KERNEL_PREFIX, KernelParam, environment
+from blest.codegen.render import KERNEL_PREFIX, KernelParam, render_file
 from blest.codegen.specjson import JsonSpec
 from blest.errors import ArgumentError
 
@@ -147,6 +146,4 @@ def _context(spec: DenseSpec) -> dict:
 @functools.lru_cache(maxsize=16)
 def render_dense(spec: DenseSpec) -> str:
     """The CUDA C++ source of ``spec``: readable, self-contained, deterministic."""
-    text = environment().get_template("ms_dense.cu.j2").render(**_context(spec))
-    text = re.sub(r"\n{3,}", "\n\n", text)
-    return text.strip() + "\n"
+    return render_file("ms_dense.cu.j2", _context(spec))

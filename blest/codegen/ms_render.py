@@ -7,11 +7,10 @@ The kernel takes flat parameters in three groups (graph, per-slot state, this la
 from __future__ import annotations
 
 import functools
-import re
 
 from blest.codegen.contract import CTL_FIELDS, CTL_WORDS, SLOT_FIELDS, SLOT_WORDS
 from blest.codegen.msspec import MSSpec
-from blest.codegen.render import KERNEL_PREFIX, KernelParam, environment
+from blest.codegen.render import KERNEL_PREFIX, KernelParam, render_file
 
 __all__ = ["MS_KERNEL", "ms_graph_params", "ms_state_params", "ms_run_params", "render_ms"]
 
@@ -110,6 +109,4 @@ def _context(spec: MSSpec) -> dict:
 @functools.lru_cache(maxsize=64)
 def render_ms(spec: MSSpec) -> str:
     """The CUDA C++ source of ``spec``: readable, self-contained, deterministic."""
-    text = environment().get_template("ms_bfs.cu.j2").render(**_context(spec))
-    text = re.sub(r"\n{3,}", "\n\n", text)
-    return text.strip() + "\n"
+    return render_file("ms_bfs.cu.j2", _context(spec))

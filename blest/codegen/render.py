@@ -139,6 +139,13 @@ def environment() -> jinja2.Environment:
     )
 
 
+def render_file(template: str, context: dict) -> str:
+    """A kernel file rendered from ``template``: blank-line runs squeezed (stable spacing
+    whatever the include pattern), one trailing newline."""
+    text = environment().get_template(template).render(**context)
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
 def _context(spec: VariantSpec) -> dict:
     gp, sp = graph_params(spec), state_params(spec)
     params = "\n    " + ",\n    ".join(f"{p.ctype} {p.name}" for p in gp + sp)
@@ -172,9 +179,7 @@ def _context(spec: VariantSpec) -> dict:
 @functools.lru_cache(maxsize=256)
 def render(spec: VariantSpec) -> str:
     """The CUDA C++ source of ``spec``: readable, self-contained, deterministic."""
-    text = environment().get_template("bfs.cu.j2").render(**_context(spec))
-    text = re.sub(r"\n{3,}", "\n\n", text)  # stable spacing whatever the include pattern
-    return text.strip() + "\n"
+    return render_file("bfs.cu.j2", _context(spec))
 
 
 def render_snippet(text: str, spec: VariantSpec) -> str:
