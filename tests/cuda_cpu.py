@@ -1,17 +1,22 @@
-"""Run a generated one-block CUDA kernel on the CPU: one OS thread per CUDA thread.
+"""Run a generated one-block (or one-cluster) CUDA kernel on the CPU: one OS thread per CUDA
+thread.
 
-For kernels that one block can run alone: the rendered source is compiled by the host C++
-compiler against a small shim (``__shared__`` becomes ``static``, ``__syncthreads`` a
-``std::barrier``, atomics GCC's ``__atomic`` builtins, ``threadIdx`` a thread-local; the warp
-intrinsics ``__shfl_sync``, ``__shfl_up_sync``, ``__shfl_down_sync``, ``__ballot_sync``,
-``__reduce_or_sync``, ``__reduce_add_sync`` and ``__reduce_max_sync`` exchange values through a
-per-warp barrier, so every lane of the warp must call them together, as their full masks
-require on a GPU; the binary tensor-core MMA, ``mma.sync.aligned.m8n8k128 ... b1.and.popc``, is
-computed the same way from its fragment layout), and a generated ``main`` launches one block of
-``threads`` std::threads (a multiple of 32) over arrays read from files, or several kernels one
-after the other. A logic check of the CUDA code itself (its barriers, counters, queues, warp
-collectives and MMA packing) on machines without a GPU; timing means nothing here, and no other
-inline PTX runs (it is refused).
+For kernels that one block, or one thread-block cluster, can run alone: the rendered source is
+compiled by the host C++ compiler against a small shim (``__shared__`` becomes ``static``,
+``__syncthreads`` a ``std::barrier``, atomics GCC's ``__atomic`` builtins, ``threadIdx`` a
+thread-local; the warp intrinsics ``__shfl_sync``, ``__shfl_up_sync``, ``__shfl_down_sync``,
+``__ballot_sync``, ``__reduce_or_sync``, ``__reduce_add_sync`` and ``__reduce_max_sync``
+exchange values through a per-warp barrier, so every lane of the warp must call them together,
+as their full masks require on a GPU; the binary tensor-core MMA, ``mma.sync.aligned.m8n8k128
+... b1.and.popc``, is computed the same way from its fragment layout), and a generated ``main``
+launches one block of ``threads`` std::threads (a multiple of 32) over arrays read from files,
+or several kernels one after the other. A cluster of ``blocks`` blocks (``cluster.cu.j2``) runs
+as that many blocks of threads, each with its own dynamic shared memory, barrier and warps:
+``%cluster_ctarank`` is the block's index, ``mapa`` moves an address into another block's
+dynamic shared memory (kernels that map addresses keep all their shared memory there), and the
+cluster barrier is one ``std::barrier`` of every thread. A logic check of the CUDA code itself
+(its barriers, counters, queues, warp collectives and MMA packing) on machines without a GPU;
+timing means nothing here, and no other inline PTX runs (it is refused).
 """
 
 from __future__ import annotations
@@ -39,16 +44,21 @@ SHIM = r"""
 using std::max;
 using std::min;
 struct Dim3 { unsigned x, y, z; };
-thread_local Dim3 threadIdx = {0, 0, 0};
-static Dim3 blockIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
-static std::barrier<>* block_barrier;
-static unsigned char* dynamic_smem;
+thread_local Dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
+static Dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+thread_local std::barrier<>* block_barrier;
+thread_local unsigned char* dynamic_smem;
+static std::barrier<>* cluster_barrier;
+static unsigned char** block_smem;  // each block's dynamic shared memory
+inline unsigned long long map_shared(unsigned long long a, unsigned rank) {
+    return (unsigned long long)(block_smem[rank] + (a - (unsigned long long)dynamic_smem)); }
 #define __global__
 #define __device__
 #define __forceinline__ inline
 #define __noinline__
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
+#define __cluster_dims__(...)
 #define __shared__ static
 struct alignas(8) int2 { int x, y; };  // CUDA aligns these as the GPU loads them
 inline int2 make_int2(int x, int y) { return int2{x, y}; }
@@ -94,7 +104,7 @@ inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
 // lane overwrites its slot before every lane has read); every lane must take part, as with the
 // full masks the kernels use.
 struct WarpExchange { std::barrier<>* bar; unsigned long long slots[32]; };
-static WarpExchange* warps;
+thread_local WarpExchange* warps;
 template <class T, class F> inline auto warp_collect(T v, F f) {
     WarpExchange& w = warps[threadIdx.x >> 5];
     unsigned long long bits = 0;
@@ -192,15 +202,30 @@ def _host_source(cuda: str) -> str:
         text,
         flags=re.S,
     )
+    text = re.sub(
+        r'asm volatile\("mov\.u32 %0, %%cluster_ctarank;" : "=r"\(r\)\);', "r = blockIdx.x;", text
+    )
+    text = re.sub(
+        r'asm volatile\("mapa\.u64 %0, %1, %2;" : "=l"\(d\) : "l"\(a\), "r"\(rank\)\);',
+        "d = map_shared(a, rank);",
+        text,
+    )
+    text = re.sub(
+        r'asm volatile\("barrier\.cluster\.arrive\.release\.aligned;\\n\\tbarrier\.cluster\.wait'
+        r'\.acquire\.aligned;" ::: "memory"\);',
+        "cluster_barrier->arrive_and_wait();",
+        text,
+    )
     if "asm" in re.sub(r"//[^\n]*", "", text):
         raise ValueError("the kernel holds inline PTX this runner does not emulate")
     return text.replace('extern "C" ', "")
 
 
 def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[str, str]]) -> str:
-    """``main(dir, threads, smem_bytes)``: every array parameter from ``dir/<name>.bin``,
-    scalars from ``dir/<name>.txt``; the kernels of ``launches`` (name, extra parameters) run
-    one after the other, one block each; arrays written back to ``dir/<name>.out``."""
+    """``main(dir, threads, smem_bytes, blocks)``: every array parameter from
+    ``dir/<name>.bin``, scalars from ``dir/<name>.txt``; the kernels of ``launches`` (name,
+    extra parameters) run one after the other, each on ``blocks`` blocks (one cluster); arrays
+    written back to ``dir/<name>.out``."""
     extras = list(dict.fromkeys(p for _, extra in launches for p in extra))
     lines = [
         "static std::vector<char> slurp(const std::string& path) {",
@@ -219,13 +244,19 @@ def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[
         "int main(int argc, char** argv) {",
         "    const std::string dir = argv[1];",
         "    const unsigned threads = std::atoi(argv[2]);",
-        "    std::vector<unsigned char> smem(std::atol(argv[3]) + 16);",
-        "    dynamic_smem = smem.data();",
-        "    blockDim.x = threads;",
-        "    std::barrier<> bar(threads); block_barrier = &bar;",
-        "    std::vector<WarpExchange> wx((threads + 31) / 32);",
-        "    for (auto& w : wx) w.bar = new std::barrier<>(32);",
-        "    warps = wx.data();",
+        "    const unsigned blocks = argc > 4 ? std::atoi(argv[4]) : 1;",
+        "    std::vector<std::vector<unsigned char>> smem(blocks);",
+        "    std::vector<unsigned char*> smem_of(blocks);",
+        "    for (unsigned b = 0; b < blocks; ++b) {",
+        "        smem[b].assign(std::atol(argv[3]) + 16, 0); smem_of[b] = smem[b].data(); }",
+        "    block_smem = smem_of.data();",
+        "    blockDim.x = threads; gridDim.x = blocks;",
+        "    std::barrier<> cluster_bar(blocks * threads); cluster_barrier = &cluster_bar;",
+        "    std::vector<std::barrier<>*> bars(blocks);",
+        "    for (auto& b : bars) b = new std::barrier<>(threads);",
+        "    std::vector<std::vector<WarpExchange>> wx(blocks);",
+        "    for (auto& v : wx) { v.resize((threads + 31) / 32);",
+        "        for (auto& w : v) w.bar = new std::barrier<>(32); }",
     ]
     for ctype, name in params + extras:
         base = ctype.replace("const", "").replace("__restrict__", "").strip()
@@ -242,8 +273,10 @@ def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[
         names = [name for _, name in params + extra]
         lines.append("    {")
         lines.append("        std::vector<std::thread> pool;")
-        lines.append("        for (unsigned t = 0; t < threads; ++t) pool.emplace_back([&, t] {")
-        lines.append("            threadIdx.x = t;")
+        lines.append("        for (unsigned b = 0; b < blocks; ++b)")
+        lines.append("        for (unsigned t = 0; t < threads; ++t) pool.emplace_back([&, b, t] {")
+        lines.append("            threadIdx.x = t; blockIdx.x = b; dynamic_smem = smem_of[b];")
+        lines.append("            block_barrier = bars[b]; warps = wx[b].data();")
         lines.append(f"            {kernel}({', '.join(names)});")
         lines.append("        });")
         lines.append("        for (auto& th : pool) th.join();")
@@ -275,8 +308,10 @@ def build(cuda: str, kernel, params, extra, cache: Path) -> Path:
 
 
 def run(exe: Path, arrays: dict[str, np.ndarray], scalars: dict[str, float], threads: int,
-        smem_bytes: int, timeout: float = 120.0) -> dict[str, np.ndarray]:  # fmt: skip
-    """Run one block; returns the written-back arrays (same dtypes and shapes as given; a None
+        smem_bytes: int, timeout: float = 120.0,
+        blocks: int = 1) -> dict[str, np.ndarray]:  # fmt: skip
+    """Run one block (or one cluster of ``blocks``, ``smem_bytes`` each); returns the
+    written-back arrays (same dtypes and shapes as given; a None
     array is a null pointer). Scalars: Python ints, or floats for double parameters."""
     with tempfile.TemporaryDirectory() as d:
         for name, a in arrays.items():
@@ -285,7 +320,8 @@ def run(exe: Path, arrays: dict[str, np.ndarray], scalars: dict[str, float], thr
         for name, v in scalars.items():
             text = repr(float(v)) if isinstance(v, float) else str(int(v))
             Path(d, f"{name}.txt").write_text(text + "\0")
-        subprocess.run([str(exe), d, str(threads), str(smem_bytes)], check=True, timeout=timeout)
+        cmd = [str(exe), d, str(threads), str(smem_bytes), str(blocks)]
+        subprocess.run(cmd, check=True, timeout=timeout)
         out = {}
         for name, a in arrays.items():
             path = os.path.join(d, f"{name}.out")

@@ -20,11 +20,16 @@ COVERING = [
     VariantSpec(sigma=32, update="eager", queue="sweep", switching=False, launch="per_level"),
     VariantSpec(sigma=32, update="lazy", dirty_sets=True, switching=True, launch="persistent"),
     VariantSpec(sigma=16, update="eager", queue="vss", switching=False, launch="block"),
+    VariantSpec.block(8, 2),
+    VariantSpec.block(32, 4),
+    VariantSpec.block(4, 8),
+    VariantSpec.block(16, 16),
 ]
 
 
 def test_space_size_and_validity():
-    assert len(ALL) == len(set(ALL)) == 84  # 80 BVSS variants, one block launch per sigma
+    # 80 BVSS variants; per sigma, the block launch on one block and on clusters of 2 to 16
+    assert len(ALL) == len(set(ALL)) == 100
     for key, values in {
         "sigma": {4, 8, 16, 32},
         "update": {"eager", "lazy"},
@@ -32,14 +37,18 @@ def test_space_size_and_validity():
         "queue": {"vss", "sweep"},
         "switching": {False, True},
         "launch": {"persistent", "per_level", "block"},
+        "cluster": {1, 2, 4, 8, 16},
     }.items():
         assert {getattr(s, key) for s in ALL} == values
         assert {getattr(s, key) for s in COVERING} == values
     assert all(not (s.update == "eager" and (s.dirty_sets or s.switching)) for s in ALL)
-    assert len(list(variants(sigma=8, update="eager"))) == 5
-    block = list(variants(launch="block"))
+    assert len(list(variants(sigma=8, update="eager"))) == 9  # 4 BVSS, block, 4 clusters
+    block = list(variants(launch="block", cluster=1))
     assert [s.sigma for s in block] == [4, 8, 16, 32]
     assert all(s == VariantSpec.block(s.sigma) and s.name == f"s{s.sigma}_block" for s in block)
+    clusters = [s for s in ALL if s.cluster > 1]
+    assert len(clusters) == 16 and all(s.launch == "block" for s in clusters)
+    assert all(s.name == f"s{s.sigma}_block_c{s.cluster}" for s in clusters)
     assert all((s.update, s.dirty_sets, s.queue, s.switching) == ("eager", False, "vss", False)
                for s in block)  # fmt: skip
     assert list(variants(launch="block", update="lazy")) == []
@@ -60,6 +69,10 @@ def test_space_size_and_validity():
         {"launch": "block", "update": "eager", "switching": False, "queue": "sweep"},
         {"launch": "block", "update": "lazy", "switching": False},
         {"launch": "block", "update": "lazy", "dirty_sets": True, "switching": False},
+        {"cluster": 2},  # clusters are block launches
+        {"launch": "per_level", "cluster": 4},
+        {"launch": "block", "update": "eager", "switching": False, "cluster": 3},
+        {"launch": "block", "update": "eager", "switching": False, "cluster": 32},
     ],
 )
 def test_invalid_specs_raise(bad):
@@ -80,6 +93,9 @@ def test_json_round_trip_and_hash():
     old = '{"dirty_sets": false, "format": 1, "launch": "per_level", "queue": "vss", '
     old += '"sigma": 16, "switching": true, "update": "lazy"}'
     assert VariantSpec.from_json(old) == VariantSpec(sigma=16, launch="per_level")
+    # ... and a spec on one block writes no cluster field, so its JSON is what it was
+    assert "cluster" not in VariantSpec.block(8).to_dict()
+    assert VariantSpec.block(8, 4).to_dict()["cluster"] == 4
     with pytest.raises(ValueError):
         VariantSpec.from_dict({"format": 99})
     with pytest.raises(ValueError):
@@ -105,6 +121,8 @@ def test_render_is_deterministic_and_specific(spec):
     # The block launch: one kernel on CUDA cores over the out-adjacency, no BVSS, no MMA.
     assert ("blest_bfs_block(" in text) == block
     assert ("extern __shared__" in text) == block
+    assert ("__cluster_dims__(CLUSTER" in text) == (spec.cluster > 1)
+    assert ("cluster_sync()" in text) == (spec.cluster > 1)
     for bvss_only in ("row_ids", "masks", "mma.sync", "blest_init(", "blest_unpermute(", "Workers"):
         assert (bvss_only in text) == (not block), bvss_only
     assert ("const long long* __restrict__ out_ptr" in text) == block
@@ -120,9 +138,10 @@ def test_covering_set_compiles_to_cubin_in_parallel():
     pytest.importorskip("cupy")
     from blest.codegen.compile import compile_many
 
-    for arch in ("sm_80", "sm_90"):
-        cubins = compile_many([render(s) for s in COVERING], arch=arch, target="cubin")
-        assert len(cubins) == len(COVERING)
+    for arch in ("sm_80", "sm_90"):  # clusters need sm_90
+        specs = [s for s in COVERING if s.cluster == 1 or arch == "sm_90"]
+        cubins = compile_many([render(s) for s in specs], arch=arch, target="cubin")
+        assert len(cubins) == len(specs)
         assert all(c[:4] == b"\x7fELF" for c in cubins)
 
 
@@ -130,8 +149,8 @@ def test_every_block_variant_compiles_to_cubin():
     pytest.importorskip("cupy")
     from blest.codegen.compile import compile_many
 
-    specs = list(variants(launch="block"))
-    for arch in ("sm_80", "sm_90"):
+    for arch in ("sm_80", "sm_90"):  # clusters need sm_90
+        specs = [s for s in variants(launch="block") if s.cluster == 1 or arch == "sm_90"]
         cubins = compile_many([render(s) for s in specs], arch=arch, target="cubin")
         assert all(c[:4] == b"\x7fELF" and b"blest_bfs_block" in c for c in cubins)
 
@@ -141,12 +160,16 @@ def test_ptx_holds_the_entry_points_and_the_binary_mma(spec):
     pytest.importorskip("cupy")
     from blest.codegen.compile import compile_ptx
 
-    ptx = compile_ptx(spec, arch="sm_80").decode()
+    ptx = compile_ptx(spec, arch="sm_90" if spec.cluster > 1 else "sm_80").decode()
     block = spec.launch == "block"
     assert (MMA in ptx) == (not block)
     assert (".entry blest_init" in ptx) == (not block)
     for name in kernel_names(spec).values():
         assert f".entry {name}(" in ptx
-    if block:  # the visited bitmap and the queues' heads: dynamic shared memory
+    if block and spec.cluster == 1:  # the visited bitmap and the queues' heads: shared memory
         assert ".extern .shared" in ptx and "atom.shared.or.b32" in ptx
+    if spec.cluster > 1:  # a cluster's: one hardware barrier, other blocks' shared memory
+        assert ".extern .shared" in ptx and ".reqnctapercluster " + str(spec.cluster) in ptx
+        assert "barrier.cluster.arrive" in ptx and "mapa.u64" in ptx
+    if block:
         assert "globaltimer" in ptx

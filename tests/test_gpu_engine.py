@@ -142,13 +142,19 @@ def test_deep_graph_with_rcm_permutation(zoo):
             assert np.array_equal(eng.prepared.in_idx, internal.in_idx)
 
 
-@pytest.mark.parametrize("launch", ["persistent", "per_level", "block"])
+def _launch_spec(launch: str) -> VariantSpec:
+    if launch in ("block", "cluster"):
+        return VariantSpec.block(8, 8 if launch == "cluster" else 1)
+    return VariantSpec(sigma=8, launch=launch)
+
+
+@pytest.mark.parametrize("launch", ["persistent", "per_level", "block", "cluster"])
 def test_view_output_and_traversal_time(zoo, launch):
     """out="view" hands out the engine's own array (no copy), overwritten by the next call."""
     rng, graphs = zoo
     graph = graphs["power_law"]
     perm = rcm(graph)
-    spec = VariantSpec.block(8) if launch == "block" else VariantSpec(sigma=8, launch=launch)
+    spec = _launch_spec(launch)
     a, b = sources(rng, graph)
     with _engine(graph, spec, permutation=perm) as eng:
         first = eng.bfs(a, out="view")
@@ -165,7 +171,7 @@ def test_view_output_and_traversal_time(zoo, launch):
             eng.bfs(a, out="host")
 
 
-@pytest.mark.parametrize("launch", ["persistent", "per_level", "block"])
+@pytest.mark.parametrize("launch", ["persistent", "per_level", "block", "cluster"])
 def test_captured_calls_agree_with_launched_ones(zoo, launch):
     """Plain calls replay a captured CUDA graph (persistent and block launches); calls with a
     depth limit, several seeds or parents launch kernel by kernel on the same buffers. Mixed in
@@ -180,7 +186,7 @@ def test_captured_calls_agree_with_launched_ones(zoo, launch):
         return buf
 
     rng, graphs = zoo
-    spec = VariantSpec.block(8) if launch == "block" else VariantSpec(sigma=8, launch=launch)
+    spec = _launch_spec(launch)
     for name in ("power_law", "road_deep", "directed", "disconnected"):
         graph = graphs[name]
         perm = rcm(graph) if name != "directed" else None

@@ -1,10 +1,11 @@
-"""GPU: the single-source block launch (``launch="block"``: the whole BFS in one thread block)
-through the engine, against SciPy on every graph class of the zoo, natural and RCM-ordered, in
-blocks of 64, 256 and 1024 threads: one seed and several, parents (the kernels' rule and
-blest.validate), depth limits with their statistics, ``out="device"`` and CuPy outputs, poisoned
-outputs, the level timeline, every sigma, the factory's geometry, many-source calls on the same
-engine, and the shared-memory limit (the largest graph that fits runs, one vertex more is refused
-before anything is built). Skipped cleanly without a GPU."""
+"""GPU: the single-source block launch (``launch="block"``: the whole BFS in one thread block, or
+in one thread-block cluster of 2 to 16 blocks) through the engine, against SciPy on every graph
+class of the zoo, natural and RCM-ordered, in blocks of 64, 256 and 1024 threads: one seed and
+several, parents (the kernels' rule and blest.validate), depth limits with their statistics,
+``out="device"`` and CuPy outputs, poisoned outputs, the level timeline, every sigma, the
+factory's geometry, many-source calls on the same engine, and the shared-memory limit (the
+largest graph that fits runs, one vertex more is refused before anything is built). Skipped
+cleanly without a GPU."""
 
 from __future__ import annotations
 
@@ -73,17 +74,21 @@ def check_stats(eng, want: np.ndarray, seeds, limit: int | None = None) -> None:
         assert st.depth == deepest and st.levels_run == min(limit, deepest + 1)
 
 
-@pytest.mark.parametrize("block_size", [64, 256, 1024])
+SHAPES = [(1, 64), (1, 256), (1, 1024), (2, 64), (4, 256), (8, 1024), (16, 256), (16, 1024)]
+
+
+@pytest.mark.parametrize(("cluster", "block_size"), SHAPES, ids=[f"c{c}b{b}" for c, b in SHAPES])
 @pytest.mark.parametrize("ordered", [False, True], ids=["natural", "rcm"])
-def test_levels_parents_and_limits_match_scipy(zoo, block_size, ordered):
+def test_levels_parents_and_limits_match_scipy(zoo, cluster, block_size, ordered):
     import cupy as cp
 
     rng, graphs = zoo
+    spec = VariantSpec.block(8, cluster)
     for name, graph in graphs.items():
         perm = rcm(graph) if ordered else None
         runner = ScipyBFS(graph)
-        with _engine(graph, permutation=perm, block_size=block_size) as eng:
-            assert (eng.grid_size, eng.block_size) == (1, block_size)
+        with _engine(graph, spec, permutation=perm, block_size=block_size) as eng:
+            assert (eng.grid_size, eng.block_size) == (cluster, block_size)
             assert eng.smem_queue == min(BLOCK_SMEM_QUEUE, graph.n)
             for seeds in seed_lists(rng, graph):
                 ctx = f"{name} rcm={ordered} threads={block_size} seeds={seeds}"
@@ -109,11 +114,14 @@ def test_levels_parents_and_limits_match_scipy(zoo, block_size, ordered):
                 np.testing.assert_array_equal(mine.get(), want, err_msg=ctx)
 
 
-def test_deep_reordered_graph_many_seeds_and_the_timeline(zoo):
+@pytest.mark.parametrize("cluster", [1, 4])
+def test_deep_reordered_graph_many_seeds_and_the_timeline(zoo, cluster):
     rng, _ = zoo
     graph = path_like(rng, 3000)
     runner = ScipyBFS(graph)
-    with _engine(graph, permutation=rcm(graph), block_size=1024, record_levels=True) as eng:
+    spec = VariantSpec.block(8, cluster)
+    kw = {"permutation": rcm(graph), "block_size": 1024, "record_levels": True}
+    with _engine(graph, spec, **kw) as eng:
         src = sources(rng, graph, 1)[0]
         want = runner.run(np.array([src]))[0]
         assert want.max() >= 300
@@ -187,3 +195,29 @@ def test_the_shared_memory_limit(monkeypatch):
     monkeypatch.setattr(engine_block, "device_smem_limit", lambda cp, device: 64)
     with pytest.raises(ArgumentError, match="512 vertices here, and the graph has 700"):
         _engine(path_like(np.random.default_rng(0), 700))
+
+
+@pytest.mark.parametrize("cluster", [2, 16])
+def test_cluster_levels_wider_than_shared_memory_queues(cluster, monkeypatch):
+    """A power-law graph whose widest levels overflow each block's shared-memory queue (cut to
+    256 entries here), so entries spill to global memory and blocks read each other's spills;
+    hubs of thousands of arcs walked by whole warps. Several seeds and captured calls, against
+    SciPy."""
+    from blest.datasets.classes import make_power_law
+    from blest.runtime import engine_block
+
+    cut = engine_block.block_smem_queue
+    monkeypatch.setattr(engine_block, "block_smem_queue", lambda *a, **k: min(256, cut(*a, **k)))
+    rng = np.random.default_rng()
+    graph = make_power_law(rng, 60_000)
+    runner = ScipyBFS(graph)
+    with _engine(graph, VariantSpec.block(8, cluster), block_size=1024) as eng:
+        assert eng.smem_queue == 256
+        hubs = np.argsort(graph.out_degree)[-100:]  # in the giant component
+        for src in rng.choice(hubs, 3, replace=False):
+            want = runner.run(np.array([src]))[0]
+            assert np.bincount(want[want >= 0]).max() > 2 * cluster * 256
+            np.testing.assert_array_equal(eng.bfs(src), want)
+            np.testing.assert_array_equal(eng.bfs(src, out="device").get(), want)
+        seeds = rng.choice(graph.n, 5000, replace=False)
+        np.testing.assert_array_equal(eng.bfs(seeds), runner.run(seeds)[0])

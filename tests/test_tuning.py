@@ -383,6 +383,33 @@ def test_space_holds_the_block_launch_where_its_bitmap_fits():
         assert per_level_variant(c) is None
 
 
+def test_space_holds_the_cluster_launch_on_gpus_with_clusters():
+    """With ``clusters`` (an sm_90 GPU), one cluster candidate per (ordering, sigma) of each
+    cluster shape whose bitmap share fits; none without it, or where it does not fit."""
+    from blest.tuning.space import CLUSTER_GEOMETRIES
+
+    orderings = ["natural", "rcm"]
+    without = coarse_candidates(orderings, (8, 16), n=114_599)
+    with_ = coarse_candidates(orderings, (8, 16), n=114_599, clusters=True)
+    extra = [c for c in with_ if c.spec.cluster > 1]
+    assert [c for c in with_ if c.spec.cluster == 1] == without
+    want = {
+        (o, VariantSpec.block(s, cluster), block)
+        for o in orderings
+        for s in (8, 16)
+        for cluster, block in CLUSTER_GEOMETRIES
+    }
+    assert {(c.ordering, c.spec, c.block_size) for c in extra} == want and len(extra) == len(want)
+    assert all(c.eta is None and per_level_variant(c) is None for c in extra)
+    assert all(Candidate.from_dict(c.to_dict()) == c for c in extra)
+    cluster = CLUSTER_GEOMETRIES[0][0]
+    assert block_fits(16 * 1_700_000, cluster=cluster) and not block_fits(1_900_000)
+    over = 16 * 1_900_000  # fits no block and no cluster: the persistent kernels only
+    assert coarse_candidates(orderings, (8,), n=over, clusters=True) == coarse_candidates(
+        orderings, (8,), n=over
+    )
+
+
 # ---------------------------------------------------------------------- search with fakes
 class FakeClock:
     def __init__(self) -> None:

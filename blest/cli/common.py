@@ -112,7 +112,7 @@ def seconds(text: str) -> float:
     return value
 
 
-_SPEC_FLAGS = ("sigma", "update", "dirty_sets", "queue", "switching", "launch")
+_SPEC_FLAGS = ("sigma", "update", "dirty_sets", "queue", "switching", "launch", "cluster")
 
 
 def spec_args(p: argparse.ArgumentParser) -> None:
@@ -137,6 +137,12 @@ def spec_args(p: argparse.ArgumentParser) -> None:
         choices=("persistent", "per_level", "block"),
         help=f"default {d.launch}; block: the whole BFS in one thread block (eager, no switching)",
     )
+    p.add_argument(
+        "--cluster",
+        type=int,
+        choices=(1, 2, 4, 8, 16),
+        help="with --launch block: run it on a thread-block cluster of this many blocks (sm_90)",
+    )
 
 
 def given_spec_flags(args: argparse.Namespace) -> list[str]:
@@ -155,6 +161,7 @@ def spec_from(args: argparse.Namespace) -> VariantSpec:
         queue=args.queue or d.queue,
         switching=switching,
         launch=args.launch or d.launch,
+        cluster=args.cluster or 1,
     )
 
 

@@ -28,6 +28,8 @@ __all__ = [
     "SMEM_STATIC_RESERVE",
     "HOPPER_SMEM_OPTIN",
     "BLOCK_SMEM_QUEUE",
+    "CLUSTER_HEAD_WORDS",
+    "CLUSTER_SCAN_WORDS",
     "block_smem_bytes",
     "block_max_vertices",
     "block_smem_queue",
@@ -114,20 +116,36 @@ HOPPER_SMEM_OPTIN = 227 * 1024
 BLOCK_SMEM_QUEUE = 4096
 
 
-def block_smem_bytes(n: int, smem_queue: int) -> int:
-    """Dynamic shared memory of the block launch: ceil(n / 32) visited words, then two queues
-    of ``smem_queue`` 4-byte vertex ids."""
-    return 4 * ((n + 31) // 32) + 2 * 4 * smem_queue
+#: Words at the start of each block's dynamic shared memory in the cluster kernel: its three
+#: rotating queue tails, then the cluster's prefix sums of |F_L| (17 words for 16 blocks).
+CLUSTER_HEAD_WORDS = 32
+#: Then its scratch for spreading the arcs of its frontier vertices over its threads: per
+#: thread (up to 1024) an 8-byte first arc and a 4-byte prefix sum, and 33 words for the warps
+#: (rounded up to 16 bytes).
+CLUSTER_SCAN_WORDS = 3 * 1024 + 36
 
 
-def block_max_vertices(limit: int) -> int:
-    """Most vertices whose visited bitmap fits in ``limit`` bytes of dynamic shared memory."""
-    return max(0, limit // 4) * 32
+def block_smem_bytes(n: int, smem_queue: int, cluster: int = 1) -> int:
+    """Dynamic shared memory of one block of the block launch: ceil(n / 32) visited words (a
+    cluster: the head and scratch words, then this block's share, every ``cluster``-th word),
+    then two queues of ``smem_queue`` 4-byte vertex ids."""
+    words = (n + 31) // 32
+    if cluster == 1:
+        return 4 * words + 2 * 4 * smem_queue
+    head = CLUSTER_HEAD_WORDS + CLUSTER_SCAN_WORDS
+    return 4 * (head + -(-words // cluster)) + 2 * 4 * smem_queue
 
 
-def block_smem_queue(n: int, limit: int, most: int = BLOCK_SMEM_QUEUE) -> int:
+def block_max_vertices(limit: int, cluster: int = 1) -> int:
+    """Most vertices whose visited bitmap fits in ``limit`` bytes of dynamic shared memory per
+    block, over ``cluster`` blocks."""
+    head = 0 if cluster == 1 else CLUSTER_HEAD_WORDS + CLUSTER_SCAN_WORDS
+    return max(0, limit // 4 - head) * 32 * cluster
+
+
+def block_smem_queue(n: int, limit: int, most: int = BLOCK_SMEM_QUEUE, cluster: int = 1) -> int:
     """Entries of each queue the block launch keeps in shared memory within ``limit`` bytes:
     at most ``most``, never more than n (a queue never holds more), 0 when only the bitmap
     fits (every entry then goes to global memory). The bitmap itself must fit."""
-    room = (limit - block_smem_bytes(n, 0)) // 8
+    room = (limit - block_smem_bytes(n, 0, cluster)) // 8
     return int(max(0, min(most, n, room)))

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 
 import jinja2
 
-from blest.codegen.contract import CTL_FIELDS, CTL_WORDS, frontier_buffers, queue_buffers
+from blest.codegen.contract import (
+    CLUSTER_HEAD_WORDS,
+    CLUSTER_SCAN_WORDS,
+    CTL_FIELDS,
+    CTL_WORDS,
+    frontier_buffers,
+    queue_buffers,
+)
 from blest.codegen.spec import VariantSpec
 from blest.errors import ArgumentError
 
@@ -79,7 +86,9 @@ def state_params(spec: VariantSpec) -> list[KernelParam]:
     """Per-traversal device state, in kernel-parameter order (after :func:`graph_params`)."""
     if spec.launch == "block":
         return [
-            KernelParam("int*", "queue", "2 * n: the global part of the two frontier queues"),
+            KernelParam(
+                "int*", "queue", "2 * cluster * n: the global part of each block's two queues"
+            ),
             KernelParam("int", "smem_queue", "entries of each queue in shared memory"),
             KernelParam("u32*", "ctl", "CTL_WORDS counters"),
             KernelParam("int*", "levels", "n, internal ids (-1: not reached)"),
@@ -173,6 +182,8 @@ def _context(spec: VariantSpec) -> dict:
         "params": params,
         "unpack": unpack,
         "prefix": KERNEL_PREFIX,
+        "cluster_head_words": CLUSTER_HEAD_WORDS,
+        "cluster_scan_words": CLUSTER_SCAN_WORDS,
     }
 
 

@@ -16,6 +16,11 @@ Axes (docs/variants.md):
   block on CUDA cores: visited bits in shared memory, the frontier a queue of vertex ids, out-arcs
   walked from the CSR; no BVSS, so only ``update="eager"``, ``dirty_sets=False``, ``queue="vss"``,
   ``switching=False`` - one block variant per sigma, the sigma of the graph's preparation).
+* ``cluster`` - block launch only: the thread blocks that run the BFS together, 1 (one block,
+  ``bfs_block.cu.j2``) or a Hopper thread-block cluster of 2, 4, 8 or 16 (``bfs_cluster.cu.j2``:
+  the visited bitmap spread over the blocks' shared memory and reached through distributed
+  shared memory, one cluster barrier per level, each warp expanding its 32 frontier vertices'
+  out-arcs together, 32 arcs a step).
 
 Block size and blocks per SM are runtime choices, not spec fields. Later families (multi-source
 with kappa, the CUDA-core kernels) extend this class with fields whose defaults keep old JSON valid.
@@ -42,6 +47,7 @@ _CHOICES: dict[str, tuple] = {
     "queue": ("vss", "sweep"),
     "switching": (False, True),
     "launch": ("persistent", "per_level", "block"),
+    "cluster": (1, 2, 4, 8, 16),
 }
 
 #: The one combination of the other axes that ``launch="block"`` takes (it reads no BVSS).
@@ -63,6 +69,7 @@ class VariantSpec:
     queue: str = "vss"
     switching: bool = True
     launch: str = "persistent"
+    cluster: int = 1
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -72,6 +79,8 @@ class VariantSpec:
                 raise ArgumentError(f"VariantSpec.{f.name} must be one of {allowed}, got {value!r}")
         if self.update == "eager" and (self.dirty_sets or self.switching):
             raise ArgumentError("dirty_sets and switching need update='lazy' (it owns V_next)")
+        if self.cluster != 1 and self.launch != "block":
+            raise ArgumentError(f"cluster={self.cluster} needs launch='block'")
         if self.launch == "block":
             wrong = [
                 f"{k}={getattr(self, k)!r}" for k, v in BLOCK_AXES.items() if getattr(self, k) != v
@@ -84,9 +93,10 @@ class VariantSpec:
                 )
 
     @classmethod
-    def block(cls, sigma: int = DEFAULT_SIGMA) -> VariantSpec:
-        """The ``launch="block"`` variant at ``sigma`` (its other axes are fixed by the launch)."""
-        return cls(sigma=sigma, launch="block", **BLOCK_AXES)  # type: ignore[arg-type]
+    def block(cls, sigma: int = DEFAULT_SIGMA, cluster: int = 1) -> VariantSpec:
+        """The ``launch="block"`` variant at ``sigma`` on ``cluster`` blocks (its other axes are
+        fixed by the launch)."""
+        return cls(sigma=sigma, launch="block", cluster=cluster, **BLOCK_AXES)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ derived
     @property
@@ -103,7 +113,7 @@ class VariantSpec:
     def name(self) -> str:
         """A short identifier, also used as the kernel-name prefix."""
         if self.launch == "block":
-            return f"s{self.sigma}_block"
+            return f"s{self.sigma}_block" + (f"_c{self.cluster}" if self.cluster > 1 else "")
         parts = [f"s{self.sigma}", self.update]
         if self.dirty_sets:
             parts.append("dirty")
@@ -115,7 +125,12 @@ class VariantSpec:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
-        return {"format": SPEC_FORMAT, **asdict(self)}
+        """``cluster`` is written only when it is not 1, so every other spec's JSON is what it
+        was before the axis existed."""
+        d = asdict(self)
+        if d["cluster"] == 1:
+            del d["cluster"]
+        return {"format": SPEC_FORMAT, **d}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -150,5 +165,7 @@ def variants(**fixed) -> Iterator[VariantSpec]:
         if kwargs["update"] == "eager" and (kwargs["dirty_sets"] or kwargs["switching"]):
             continue
         if kwargs["launch"] == "block" and any(kwargs[k] != v for k, v in BLOCK_AXES.items()):
+            continue
+        if kwargs["cluster"] != 1 and kwargs["launch"] != "block":
             continue
         yield VariantSpec(**kwargs)

@@ -14,37 +14,20 @@ Needs a GPU and CUDA 12 or later.
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 from typing import Any
 
-from blest.errors import GPUUnavailableError
+from blest.runtime.launch import cuda_driver
 
 __all__ = ["CapturedCall", "copy_async", "record_event"]
 
 _EVENT_RECORD_EXTERNAL = 0x1  # CU_EVENT_RECORD_EXTERNAL
-_libcuda: Any = None
-
-
-def _driver() -> Any:
-    """The CUDA driver library (loaded by CuPy already; opened here for the two entry points
-    CuPy does not bind)."""
-    global _libcuda
-    if _libcuda is None:
-        try:
-            lib = ctypes.CDLL("libcuda.so.1")
-        except OSError as exc:
-            raise GPUUnavailableError(f"cannot open the CUDA driver: {exc}") from exc
-        lib.cuEventRecordWithFlags.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]
-        lib.cuEventRecordWithFlags.restype = ctypes.c_int
-        _libcuda = lib
-    return _libcuda
 
 
 def record_event(event: Any, stream: Any) -> None:
     """Record CuPy ``event`` on ``stream``; during a capture, as a node that takes a timestamp
     each time the graph runs."""
-    rc = _driver().cuEventRecordWithFlags(event.ptr, stream.ptr, _EVENT_RECORD_EXTERNAL)
+    rc = cuda_driver().cuEventRecordWithFlags(event.ptr, stream.ptr, _EVENT_RECORD_EXTERNAL)
     if rc != 0:
         raise RuntimeError(f"cuEventRecordWithFlags failed (CUresult {rc})")
 

@@ -104,7 +104,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         if spec is None:
             spec = VariantSpec(sigma=graph.sigma) if isinstance(graph, Prepared) else VariantSpec()
         if spec.launch == "block":  # refuse a graph whose visited bitmap does not fit first
-            self._plan_block(graph.n)
+            self._plan_block(graph.n, spec.cluster)
         if isinstance(graph, Graph):
             if graph.n == 0:
                 raise ArgumentError("the graph has no vertices")
@@ -495,6 +495,6 @@ def _resident_bytes(prep: Prepared, spec: VariantSpec) -> int:
 
 def _resident_from_sizes(n: int, nnz: int, spec: VariantSpec) -> int:
     if spec.launch == "block":  # out-adjacency (and its transposition), levels, two queues
-        return 8 * (n + 1) + 24 * nnz + 16 * n
+        return 8 * (n + 1) + 24 * nnz + 8 * n + 8 * spec.cluster * n
     slices = nnz  # at most one slice per arc
     return 4 * (slices + 32 * slices // spec.tau) + 16 * n + 12 * nnz

@@ -20,7 +20,7 @@ from blest.codegen.contract import (
     block_smem_bytes,
     block_smem_queue,
 )
-from blest.errors import ArgumentError
+from blest.errors import ArgumentError, GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.runtime.device import device_smem_limit, format_bytes, out_csr
 
@@ -47,18 +47,20 @@ def vertex_heads(xp: Any, out_ptr: Any, out_idx: Any) -> Any:
     return records
 
 
-def block_plan(n: int, limit: int) -> tuple[int, int]:
-    """(queue entries in shared memory, dynamic shared-memory bytes) of the block launch on a
-    graph of ``n`` vertices within ``limit`` bytes; :class:`ArgumentError` when the visited
-    bitmap alone does not fit, saying how many vertices would."""
-    if block_smem_bytes(n, 0) > limit:
+def block_plan(n: int, limit: int, cluster: int = 1) -> tuple[int, int]:
+    """(queue entries in shared memory, dynamic shared-memory bytes per block) of the block
+    launch on ``cluster`` blocks for a graph of ``n`` vertices within ``limit`` bytes a block;
+    :class:`ArgumentError` when the visited bitmap alone does not fit, saying how many vertices
+    would."""
+    if block_smem_bytes(n, 0, cluster) > limit:
+        where = "one block's" if cluster == 1 else f"the shared memory of {cluster} blocks'"
         raise ArgumentError(
-            f"launch='block' keeps a visited bit per vertex in one block's shared memory: "
-            f"{format_bytes(limit)} hold {block_max_vertices(limit):,} vertices here, and the "
-            f"graph has {n:,}; use launch='persistent' or 'per_level'"
+            f"launch='block' keeps a visited bit per vertex in {where} shared memory: "
+            f"{format_bytes(limit)} a block hold {block_max_vertices(limit, cluster):,} "
+            f"vertices here, and the graph has {n:,}; use launch='persistent' or 'per_level'"
         )
-    smem_queue = block_smem_queue(n, limit)
-    return smem_queue, block_smem_bytes(n, smem_queue)
+    smem_queue = block_smem_queue(n, limit, cluster=cluster)
+    return smem_queue, block_smem_bytes(n, smem_queue, cluster)
 
 
 class BlockLaunch:
@@ -69,6 +71,7 @@ class BlockLaunch:
     _kernels: dict[str, Any]
     _record_levels: bool
     n: int
+    arch: str
     permutation: Any
     spec: Any
     block_size: int
@@ -79,10 +82,16 @@ class BlockLaunch:
     _block_seeds: tuple = ()  # (seeds, n_seeds, src) of the pending call
     _in_csr: tuple | None = None  # in-adjacency on the device, when a variant holds it
 
-    def _plan_block(self, n: int) -> None:
-        """Size the shared memory for ``n`` vertices on this device, or refuse the graph."""
+    def _plan_block(self, n: int, cluster: int) -> None:
+        """Size the shared memory for ``n`` vertices over ``cluster`` blocks on this device, or
+        refuse the graph (or a cluster on a GPU that has none)."""
+        if cluster > 1 and int("".join(c for c in self.arch if c.isdigit())) < 90:
+            raise ArgumentError(
+                f"launch='block' on a cluster of {cluster} blocks needs thread-block clusters "
+                f"(sm_90 or newer); this GPU is {self.arch}: use cluster=1"
+            )
         self.smem_queue, self.shared_bytes = block_plan(
-            n, device_smem_limit(self._cp, self._device_id)
+            n, device_smem_limit(self._cp, self._device_id), cluster
         )
 
     def _block_buffers(self, prep: Prepared) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -108,7 +117,7 @@ class BlockLaunch:
         }
         self._user_levels = None if identity else cp.empty(n, dtype=cp.int32)
         state = {
-            "queue": cp.empty(2 * max(n, 1), dtype=cp.int32),
+            "queue": cp.empty(2 * self.spec.cluster * max(n, 1), dtype=cp.int32),
             "smem_queue": np.int32(self.smem_queue),
             "ctl": cp.zeros(CTL_WORDS, dtype=cp.uint32),
             "levels": cp.empty(n, dtype=cp.int32),  # internal ids
@@ -120,11 +129,24 @@ class BlockLaunch:
         return arrays, state
 
     def _load_block(self, sms: int) -> None:
-        """Geometry: one block for the traversal, a full grid for the parents post-pass (the
-        caller checked that one block of the traversal kernel fits)."""
-        from blest.runtime.launch import max_active_blocks
+        """Geometry: one block (or one cluster) for the traversal, a full grid for the parents
+        post-pass (the caller checked that one block of the traversal kernel fits); a cluster
+        the device cannot place is refused here, not at the first call."""
+        from blest.runtime.launch import max_active_blocks, max_active_clusters
 
-        self.grid_size = 1
+        cluster = self.spec.cluster
+        if cluster > 1:
+            fits = max_active_clusters(
+                self._kernels["bfs"], cluster, self.block_size, self.shared_bytes
+            )
+            if fits < 1:
+                raise GPUUnavailableError(
+                    f"kernel {self.spec.name}: this GPU cannot run a cluster of {cluster} "
+                    f"blocks of {self.block_size} threads with "
+                    f"{format_bytes(self.shared_bytes)} of shared memory each; use a smaller "
+                    "cluster or block"
+                )
+        self.grid_size = cluster
         per_sm = max_active_blocks(self._kernels["parents"], self.block_size)
         self._pass_grid = max(1, per_sm) * sms
 
@@ -132,4 +154,4 @@ class BlockLaunch:
         """(blocks, dynamic shared-memory bytes) of a launch of kernel ``role``."""
         if self.spec.launch != "block":
             return self.grid_size, 0
-        return (1, self.shared_bytes) if role == "bfs" else (self._pass_grid, 0)
+        return (self.grid_size, self.shared_bytes) if role == "bfs" else (self._pass_grid, 0)

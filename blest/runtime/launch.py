@@ -26,7 +26,49 @@ __all__ = [
     "launch",
     "max_active_blocks",
     "max_cooperative_grid",
+    "max_active_clusters",
+    "cuda_driver",
 ]
+
+_libcuda: Any = None
+#: ``CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED``: clusters of more than 8 blocks.
+_NON_PORTABLE_CLUSTER = 14
+
+
+def cuda_driver() -> Any:
+    """The CUDA driver library (loaded by CuPy already; opened here for the few entry points
+    CuPy does not bind)."""
+    global _libcuda
+    if _libcuda is None:
+        from blest.errors import GPUUnavailableError
+
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+        except OSError as exc:
+            raise GPUUnavailableError(f"cannot open the CUDA driver: {exc}") from exc
+        lib.cuEventRecordWithFlags.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]
+        lib.cuEventRecordWithFlags.restype = ctypes.c_int
+        lib.cuOccupancyMaxActiveClusters.argtypes = [
+            ctypes.POINTER(ctypes.c_int),
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+        ]
+        lib.cuOccupancyMaxActiveClusters.restype = ctypes.c_int
+        _libcuda = lib
+    return _libcuda
+
+
+class _LaunchConfig(ctypes.Structure):
+    """``CUlaunchConfig`` (no launch attributes: the kernel's cluster shape is compiled in)."""
+
+    _fields_ = [
+        ("grid", ctypes.c_uint * 3),
+        ("block", ctypes.c_uint * 3),
+        ("shared_mem", ctypes.c_uint),
+        ("stream", ctypes.c_void_p),
+        ("attrs", ctypes.c_void_p),
+        ("num_attrs", ctypes.c_uint),
+    ]
 
 
 class Kernel:
@@ -149,6 +191,29 @@ def max_cooperative_grid(kernel: Any, block_size: int, dynamic_smem: int = 0) ->
     dev = cupy.cuda.Device().id if dev is None else dev
     sms = runtime.deviceGetAttribute(runtime.cudaDevAttrMultiProcessorCount, dev)
     return max_active_blocks(kernel, block_size, dynamic_smem) * int(sms)
+
+
+def max_active_clusters(kernel: Any, cluster: int, block_size: int, dynamic_smem: int) -> int:
+    """Clusters of ``cluster`` blocks (the kernel's ``__cluster_dims__``) that the device can
+    run at once (``cuOccupancyMaxActiveClusters``): 0 when not even one fits. Clusters of more
+    than 8 blocks are allowed first (a non-portable size). Needs a GPU."""
+    from cupy.cuda import driver
+
+    fn, dev = _unwrap(kernel)
+    with _device(dev):
+        _allow_dynamic_smem(kernel, dynamic_smem)
+        if cluster > 8:
+            driver.funcSetAttribute(fn.ptr, _NON_PORTABLE_CLUSTER, 1)
+        config = _LaunchConfig(
+            (cluster, 1, 1), (int(block_size), 1, 1), int(dynamic_smem), None, None, 0
+        )
+        count = ctypes.c_int(0)
+        rc = cuda_driver().cuOccupancyMaxActiveClusters(
+            ctypes.byref(count), ctypes.c_void_p(fn.ptr), ctypes.byref(config)
+        )
+        if rc != 0:
+            raise RuntimeError(f"cuOccupancyMaxActiveClusters failed (CUresult {rc})")
+        return int(count.value)
 
 
 def launch(

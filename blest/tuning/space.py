@@ -2,7 +2,8 @@
 
 The coarse candidates are every persistent variant of the allowed sigmas at eta = 10, in both
 geometries, for every ordering, and, where the graph's visited bitmap fits in one block's
-shared memory, the block launch (one block of 256, 512 or 1024 threads); refinement adds, on
+shared memory, the block launch (one block of 256, 512 or 1024 threads, and on GPUs with
+thread-block clusters one cluster of 16 blocks of 512); refinement adds, on
 the best few, the eta grid (switching variants), the small-queue threshold (persistent
 variants) and the per-level launch (:mod:`blest.tuning.search` runs the stages).
 """
@@ -24,6 +25,7 @@ __all__ = [
     "ETA_GRID",
     "GEOMETRIES",
     "BLOCK_GEOMETRIES",
+    "CLUSTER_GEOMETRIES",
     "HOPPER_SMEM_LIMIT",
     "SMALL_QUEUES",
     "Candidate",
@@ -44,6 +46,9 @@ COARSE_ETA = DEFAULT_ETA
 GEOMETRIES: tuple[tuple[int, int | None], ...] = ((256, None), (1024, 1))
 #: Threads of the one block of the block launch (launch="block").
 BLOCK_GEOMETRIES: tuple[int, ...] = (256, 512, 1024)  # 512: the fastest on luxembourg_osm
+#: (blocks per cluster, threads per block) of the block launch on a thread-block cluster: the
+#: fastest shape measured (benchmarks/NOTES.md, session 10).
+CLUSTER_GEOMETRIES: tuple[tuple[int, int], ...] = ((16, 512),)
 #: Dynamic shared memory a block may have where no device is asked (Hopper).
 HOPPER_SMEM_LIMIT = HOPPER_SMEM_OPTIN - SMEM_STATIC_RESERVE
 #: small_queue thresholds tried besides the engine's default (0: no one-block levels).
@@ -116,16 +121,19 @@ def persistent_specs(sigmas: Iterable[int] = SIGMAS) -> list[VariantSpec]:
     return sorted((s for s in variants(launch="persistent") if s.sigma in wanted), key=_priority)
 
 
-def block_specs(sigmas: Iterable[int] = SIGMAS) -> list[VariantSpec]:
-    """The block-launch variant of each given sigma."""
-    wanted = set(sigmas)
-    return [s for s in variants(launch="block") if s.sigma in wanted]
+def block_specs(
+    sigmas: Iterable[int] = SIGMAS, clusters: Iterable[int] = (1,)
+) -> list[VariantSpec]:
+    """The block-launch variant of each given sigma, on each given cluster size."""
+    wanted, sizes = set(sigmas), set(clusters)
+    return [s for s in variants(launch="block") if s.sigma in wanted and s.cluster in sizes]
 
 
-def block_fits(n: int, smem_limit: int = HOPPER_SMEM_LIMIT) -> bool:
+def block_fits(n: int, smem_limit: int = HOPPER_SMEM_LIMIT, cluster: int = 1) -> bool:
     """Whether the block launch's visited bitmap of ``n`` vertices fits in ``smem_limit`` bytes
-    of one block's dynamic shared memory (about 1.8M vertices on Hopper)."""
-    return n <= block_max_vertices(smem_limit)
+    of dynamic shared memory a block over ``cluster`` blocks (one block: about 1.8M vertices on
+    Hopper)."""
+    return n <= block_max_vertices(smem_limit, cluster)
 
 
 def coarse_candidates(
@@ -134,11 +142,13 @@ def coarse_candidates(
     *,
     n: int | None = None,
     smem_limit: int = HOPPER_SMEM_LIMIT,
+    clusters: bool = False,
 ) -> list[Candidate]:
     """The coarse pass, interleaved: one candidate of each (geometry, ordering, sigma) group in
     turn, each group most promising first, so that any prefix is a balanced sample. With the
     graph's ``n``, the block launch joins each (ordering, sigma) group of each of its block
-    sizes when its bitmap fits in ``smem_limit`` bytes (:func:`block_fits`); without it, it
+    sizes when its bitmap fits in ``smem_limit`` bytes (:func:`block_fits`), and with
+    ``clusters`` (a GPU that has them) its :data:`CLUSTER_GEOMETRIES` too; without ``n``, it
     is left out."""
     sigmas = tuple(sigmas)
     groups: dict[tuple, list[Candidate]] = {}
@@ -154,6 +164,13 @@ def coarse_candidates(
                 for ordering in orderings:
                     c = Candidate(ordering, spec, None, block, 1)
                     groups.setdefault(("block", block, ordering, spec.sigma), []).append(c)
+    for cluster, block in CLUSTER_GEOMETRIES if clusters and n is not None else ():
+        if block_fits(n, smem_limit, cluster):  # type: ignore[arg-type]
+            for spec in block_specs(sigmas, (cluster,)):
+                for ordering in orderings:
+                    c = Candidate(ordering, spec, None, block, 1)
+                    key = ("cluster", cluster, block, ordering, spec.sigma)
+                    groups.setdefault(key, []).append(c)
     return [c for row in itertools.zip_longest(*groups.values()) for c in row if c is not None]
 
 

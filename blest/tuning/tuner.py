@@ -40,6 +40,7 @@ from blest.tuning.protocol import timing_sources
 from blest.tuning.publish import write_tuned
 from blest.tuning.search import Search, Timed, measure, relative
 from blest.tuning.space import (
+    CLUSTER_GEOMETRIES,
     Candidate,
     block_fits,
     block_specs,
@@ -321,6 +322,10 @@ def _tune_gpu(
         u8 = u_div(preps[default].bvss(DEFAULT_SIGMA, xp=cupy))
         specs = [*persistent_specs(sigmas), paper_spec(u8, False), paper_spec(u8, True)]
         specs += block_specs(sigmas) if block_fits(graph.n, smem_limit) else []
+        clusters = int("".join(ch for ch in arch if ch.isdigit())) >= 90  # sm_90: clusters
+        for cluster, _ in CLUSTER_GEOMETRIES if clusters else ():
+            if block_fits(graph.n, smem_limit, cluster):
+                specs += block_specs(sigmas, (cluster,))
         compiled, compile_s = _compile_check(specs, arch, notes, progress)
         paper = _paper_baseline(factory, default, u8, tuning, progress)
         search = Search(
@@ -331,7 +336,9 @@ def _tune_gpu(
             repeats=repeats,
             progress=progress,
         )
-        coarse = coarse_candidates(list(preps), sigmas, n=graph.n, smem_limit=smem_limit)
+        coarse = coarse_candidates(
+            list(preps), sigmas, n=graph.n, smem_limit=smem_limit, clusters=clusters
+        )
         search.run(coarse, baseline=paper)
         pick = _verified_pick(search, factory, graph, int(tuning[0]), set(sigmas), progress)
         report = _held_out(search, factory, pick, paper, held, progress)
