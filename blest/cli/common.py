@@ -141,7 +141,8 @@ def spec_args(p: argparse.ArgumentParser) -> None:
         "--cluster",
         type=int,
         choices=(1, 2, 4, 8, 16),
-        help="with --launch block: run it on a thread-block cluster of this many blocks (sm_90)",
+        help="with --launch block: run it on a thread-block cluster of this many blocks (sm_90); "
+        "default 1",
     )
 
 

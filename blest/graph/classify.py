@@ -7,7 +7,8 @@ a graph is scale-free-like when, on its out-degrees or on its in-degrees,
   (⌈n/10⌉) hold ≥ 40% of it, or
 * an ordinary least-squares fit of ln(count) on ln(k), over degrees k ≥ 5 with count > 0, has
   slope −γ with R² ≥ 0.70 and γ ∈ [1, 5] (at least 3 such degrees are needed for a fit: two
-  points always give R² = 1),
+  points always give R² = 1), and those degrees span at least a decade (a mesh's 5 to 12 can
+  fit a steep line well without being a heavy tail),
 
 or when its average degree (arcs / n; an undirected edge counts twice, as both arcs are
 stored) exceeds 18 (the original code's extra rule; why its urand-20 run used Jaccard).
@@ -40,6 +41,9 @@ TOP1_SHARE = 0.05
 TOP10_SHARE = 0.40
 MIN_FIT_DEGREE = 5
 MIN_FIT_POINTS = 3
+#: The fitted degrees must span at least this ratio (a decade): a line through the few degrees
+#: of a mesh (5 to 12 on a Delaunay triangulation) fits well and steeply without being a tail.
+MIN_FIT_SPAN = 10.0
 MIN_R2 = 0.70
 GAMMA_RANGE = (1.0, 5.0)
 AVG_DEGREE_LIMIT = 18.0
@@ -117,6 +121,7 @@ def degree_evidence(degrees: np.ndarray, direction: str = "out") -> DegreeEviden
         and r2 is not None
         and r2 >= MIN_R2
         and GAMMA_RANGE[0] <= gamma <= GAMMA_RANGE[1]
+        and ks[-1] >= MIN_FIT_SPAN * ks[0]
     )
     return DegreeEvidence(
         direction=direction,
