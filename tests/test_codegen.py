@@ -24,12 +24,14 @@ COVERING = [
     VariantSpec.block(32, 4),
     VariantSpec.block(4, 8),
     VariantSpec.block(16, 16),
+    VariantSpec.csr(4, switching=False),
 ]
 
 
 def test_space_size_and_validity():
-    # 80 BVSS variants; per sigma, the block launch on one block and on clusters of 2 to 16
-    assert len(ALL) == len(set(ALL)) == 100
+    # 80 BVSS variants on tensor cores, 8 expanding on CUDA cores (per sigma, with and without
+    # switching); per sigma, the block launch on one block and on clusters of 2 to 16
+    assert len(ALL) == len(set(ALL)) == 108
     for key, values in {
         "sigma": {4, 8, 16, 32},
         "update": {"eager", "lazy"},
@@ -38,6 +40,7 @@ def test_space_size_and_validity():
         "switching": {False, True},
         "launch": {"persistent", "per_level", "block"},
         "cluster": {1, 2, 4, 8, 16},
+        "expand": {"mma", "csr"},
     }.items():
         assert {getattr(s, key) for s in ALL} == values
         assert {getattr(s, key) for s in COVERING} == values
@@ -52,6 +55,9 @@ def test_space_size_and_validity():
     assert all((s.update, s.dirty_sets, s.queue, s.switching) == ("eager", False, "vss", False)
                for s in block)  # fmt: skip
     assert list(variants(launch="block", update="lazy")) == []
+    csr = [s for s in ALL if s.expand == "csr"]
+    assert csr == [VariantSpec.csr(s, sw) for s in (4, 8, 16, 32) for sw in (False, True)]
+    assert all(s.name == f"s{s.sigma}_lazy_csr{'_switch' * s.switching}_pers" for s in csr)
     assert len({s.name for s in ALL}) == len(ALL)
 
 
@@ -73,6 +79,11 @@ def test_space_size_and_validity():
         {"launch": "per_level", "cluster": 4},
         {"launch": "block", "update": "eager", "switching": False, "cluster": 3},
         {"launch": "block", "update": "eager", "switching": False, "cluster": 32},
+        {"expand": "csr"},  # the defaults queue VSSs
+        {"expand": "csr", "queue": "sweep", "dirty_sets": True},
+        {"expand": "csr", "queue": "sweep", "launch": "per_level"},
+        {"expand": "csr", "update": "eager", "queue": "sweep", "switching": False},
+        {"expand": "tensor"},
     ],
 )
 def test_invalid_specs_raise(bad):
@@ -83,6 +94,15 @@ def test_invalid_specs_raise(bad):
 def test_block_launch_refusal_names_what_it_needs():
     with pytest.raises(ValueError, match=r"launch='block'.*reads no BVSS.*got update='lazy'"):
         VariantSpec(sigma=8, launch="block", switching=False)
+
+
+def test_csr_refusal_names_what_it_needs():
+    with pytest.raises(ValueError, match=r"expand='csr'.*needs update='lazy'.*got queue='vss'"):
+        VariantSpec(sigma=8, expand="csr")
+    spec = VariantSpec.csr(16)
+    assert spec.to_dict()["expand"] == "csr"
+    assert VariantSpec.from_json(spec.to_json()) == spec
+    assert "expand" not in VariantSpec(sigma=16).to_dict()
 
 
 def test_json_round_trip_and_hash():
@@ -123,9 +143,13 @@ def test_render_is_deterministic_and_specific(spec):
     assert ("extern __shared__" in text) == block
     assert ("__cluster_dims__(CLUSTER" in text) == (spec.cluster > 1)
     assert ("cluster_sync()" in text) == (spec.cluster > 1)
-    for bvss_only in ("row_ids", "masks", "mma.sync", "blest_init(", "blest_unpermute(", "Workers"):
+    for bvss_only in ("row_ids", "masks", "blest_init(", "blest_unpermute(", "Workers"):
         assert (bvss_only in text) == (not block), bvss_only
-    assert ("const long long* __restrict__ out_ptr" in text) == block
+    # expand=csr: top-down from the out-CSR with hub lists; no MMA.
+    csr = spec.expand == "csr"
+    assert ("mma.sync" in text) == (not block and not csr)
+    assert ("const long long* __restrict__ out_ptr" in text) == (block or csr)
+    assert ("hub_push(" in text) == csr
     # Kernel signatures list the parameters in the order the engine passes them.
     names = [p.name for p in graph_params(spec) + state_params(spec)]
     for kernel in kernel_names(spec).values():
@@ -162,8 +186,10 @@ def test_ptx_holds_the_entry_points_and_the_binary_mma(spec):
 
     ptx = compile_ptx(spec, arch="sm_90" if spec.cluster > 1 else "sm_80").decode()
     block = spec.launch == "block"
-    assert (MMA in ptx) == (not block)
+    assert (MMA in ptx) == (not block and spec.expand == "mma")
     assert (".entry blest_init" in ptx) == (not block)
+    if spec.expand == "csr":  # marks are OR atomics; a hub push is one 64-bit add
+        assert "atom.or.b32" in ptx and "atom.global.add.u64" in ptx
     for name in kernel_names(spec).values():
         assert f".entry {name}(" in ptx
     if block and spec.cluster == 1:  # the visited bitmap and the queues' heads: shared memory

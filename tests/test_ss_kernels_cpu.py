@@ -14,11 +14,19 @@ import numpy as np
 import pytest
 from cuda_cpu import build, have_compiler, run, small_zoo
 
-from blest.codegen.contract import CTL, CTL_WORDS, frontier_buffers, queue_buffers
+from blest.codegen.contract import (
+    CTL,
+    CTL_WORDS,
+    HUB_DEGREE,
+    frontier_buffers,
+    queue_buffers,
+)
 from blest.codegen.render import graph_params, kernel_names, render, state_params
 from blest.codegen.spec import VariantSpec, variants
+from blest.graph.core import Graph
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
+from blest.runtime.device import out_csr
 
 pytestmark = pytest.mark.skipif(not have_compiler(), reason="needs g++")
 
@@ -30,7 +38,10 @@ SPECS = [
     VariantSpec(sigma=16, update="lazy", dirty_sets=True, queue="vss", switching=False),
     VariantSpec(sigma=32, update="eager", queue="vss", switching=False),
     VariantSpec(sigma=8, update="eager", queue="sweep", switching=False),
+    VariantSpec.csr(8, switching=True),
+    VariantSpec.csr(16, switching=False),
 ]
+CSR_SPECS = [s for s in SPECS if s.expand == "csr"]
 if os.environ.get("BLEST_CPU_KERNELS") == "all":
     SPECS = list(variants(launch="persistent"))
 
@@ -79,6 +90,19 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
         scalars["dirty_words"] = dirty
     if spec.queue == "vss":
         arrays["queue"] = np.zeros(2 * queue_buffers(spec) * max(b.n_vss, 1), dtype=np.int32)
+    if spec.expand == "csr":
+        in_ptr = np.asarray(prep.in_ptr, dtype=np.int64)
+        in_idx = np.asarray(prep.in_idx, dtype=np.int32)
+        out_ptr, out_idx = out_csr(np, prep, in_ptr, in_idx)
+        hub = np.diff(out_ptr) > HUB_DEGREE
+        packed = np.zeros(4 * words, dtype=np.uint8)
+        bits = np.packbits(hub, bitorder="little")
+        packed[: bits.size] = bits
+        hubs = max(int(hub.sum()), 1)
+        queue = np.full(2 * queue_buffers(spec) * hubs, -7, dtype=np.int64)  # poisoned
+        arrays.update(out_ptr=out_ptr, out_idx=np.asarray(out_idx, dtype=np.int32),
+                      hubs=packed.view(np.uint32), hub_queue=queue)  # fmt: skip
+        scalars["max_hubs"] = hubs
     out = run(exe, arrays, scalars, THREADS, 0)
     return out["levels"], out["ctl"]
 
@@ -95,3 +119,39 @@ def test_levels_match_scipy(programs, rng, spec):
             assert ctl[CTL["error"]] == 0
             assert ctl[CTL["visited"]] == np.count_nonzero(want >= 0)
             assert np.int32(ctl[CTL["depth"]]) == want.max()
+
+
+def _hub_graph(rng, n: int, directed: bool) -> Graph:
+    """A sparse random graph with a few hubs of HUB_DEGREE + 1 to 3 * HUB_DEGREE out-arcs, one
+    of them a source's neighbour, so that hubs meet at one level and spill across chunks."""
+    src = [rng.integers(0, n, 3 * n)]
+    dst = [rng.integers(0, n, 3 * n)]
+    for hub in rng.choice(n, 5, replace=False):
+        degree = int(rng.integers(HUB_DEGREE + 1, 3 * HUB_DEGREE))
+        src.append(np.full(degree, hub))
+        dst.append(rng.choice(n, degree, replace=False))
+    s, d = np.concatenate(src), np.concatenate(dst)
+    keep = s != d
+    return Graph.from_arcs(s[keep], d[keep], n, directed=directed)
+
+
+@pytest.mark.parametrize("spec", CSR_SPECS, ids=lambda s: s.name)
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_csr_hubs_match_scipy(programs, rng, spec, directed):
+    """expand="csr" with hubs: their arcs are cut into chunks that span two hubs; sources on
+    hubs (the seed's hub list) and off them; the small-queue mode runs the hub part in block 0."""
+    graph = _hub_graph(rng, 1200, directed)
+    degree = np.diff(graph.out_ptr)
+    assert np.count_nonzero(degree > HUB_DEGREE) >= 5
+    prep = Prepared.from_graph(graph, spec.sigma)
+    order = np.asarray(prep.permutation.new_of_old) if prep.permutation is not None else None
+    hubs = np.flatnonzero(degree > HUB_DEGREE)
+    others = np.flatnonzero((degree > 0) & (degree <= HUB_DEGREE))
+    for src in (int(rng.choice(hubs)), int(rng.choice(others))):
+        want = bfs_levels(graph, src)
+        internal = src if order is None else int(order[src])
+        for eta, small in ((2.0, 0), (0.0, 16), (0.0, 0)):
+            levels, ctl = traverse(programs[spec], spec, prep, internal, eta, small)
+            got = levels if order is None else levels[order]
+            np.testing.assert_array_equal(got, want, err_msg=f"src={src} eta={eta} sq={small}")
+            assert ctl[CTL["visited"]] == np.count_nonzero(want >= 0)

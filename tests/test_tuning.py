@@ -334,9 +334,9 @@ def test_split_sources(rng):
 def test_space():
     specs = persistent_specs((8, 16))
     assert all(s.launch == "persistent" and s.sigma in (8, 16) for s in specs)
-    assert specs[0].sigma == 8 and len(specs) == 20
+    assert specs[0].sigma == 8 and len(specs) == 24  # 10 on tensor cores, 2 csr, per sigma
     coarse = coarse_candidates(["natural", "rcm"], (8,))
-    assert len(coarse) == len(GEOMETRIES) * 10 * 2 and len(set(coarse)) == len(coarse)
+    assert len(coarse) == len(GEOMETRIES) * 12 * 2 and len(set(coarse)) == len(coarse)
     assert all(c.eta == (10.0 if c.spec.switching else None) for c in coarse)
     sw = next(c for c in coarse if c.spec.switching)
     assert sorted(c.eta for c in eta_variants(sw)) == sorted(e for e in ETA_GRID if e != 10.0)
@@ -347,6 +347,8 @@ def test_space():
     pl = per_level_variant(sw)
     assert pl.spec.launch == "per_level" and per_level_variant(pl) is None
     assert small_queue_variants(pl) == []
+    csr = next(c for c in coarse if c.spec.expand == "csr" and c.spec.switching)
+    assert per_level_variant(csr) is None and len(eta_variants(csr)) == len(ETA_GRID) - 1
     assert paper_candidate("rcm", 30_000.0, True).spec.update == "lazy"
     assert paper_candidate("rcm", 100.0, True).spec == VariantSpec(update="eager", switching=False)
     assert Candidate.from_dict(sw.to_dict()) == sw

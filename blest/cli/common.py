@@ -112,7 +112,16 @@ def seconds(text: str) -> float:
     return value
 
 
-_SPEC_FLAGS = ("sigma", "update", "dirty_sets", "queue", "switching", "launch", "cluster")
+_SPEC_FLAGS = (
+    "sigma",
+    "update",
+    "dirty_sets",
+    "queue",
+    "switching",
+    "launch",
+    "cluster",
+    "expand",
+)
 
 
 def spec_args(p: argparse.ArgumentParser) -> None:
@@ -144,6 +153,12 @@ def spec_args(p: argparse.ArgumentParser) -> None:
         help="with --launch block: run it on a thread-block cluster of this many blocks (sm_90); "
         "default 1",
     )
+    p.add_argument(
+        "--expand",
+        choices=("mma", "csr"),
+        help="top-down levels on tensor cores over the BVSS (mma) or on CUDA cores over the "
+        "out-CSR (csr: lazy, sweep, persistent); default mma",
+    )
 
 
 def given_spec_flags(args: argparse.Namespace) -> list[str]:
@@ -153,16 +168,18 @@ def given_spec_flags(args: argparse.Namespace) -> list[str]:
 def spec_from(args: argparse.Namespace) -> VariantSpec:
     d = VariantSpec()
     block = args.launch == "block"  # it takes only eager updates without switching
+    csr = getattr(args, "expand", None) == "csr"  # it takes only the sweep
     update = args.update or ("eager" if block else d.update)
     switching = args.switching if args.switching is not None else update == "lazy"
     return VariantSpec(
         sigma=args.sigma or d.sigma,
         update=update,
         dirty_sets=d.dirty_sets if args.dirty_sets is None else args.dirty_sets,
-        queue=args.queue or d.queue,
+        queue=args.queue or ("sweep" if csr else d.queue),
         switching=switching,
         launch=args.launch or d.launch,
         cluster=args.cluster or 1,
+        expand="csr" if csr else "mma",
     )
 
 

@@ -30,6 +30,8 @@ __all__ = [
     "BLOCK_SMEM_QUEUE",
     "CLUSTER_HEAD_WORDS",
     "CLUSTER_SCAN_WORDS",
+    "HUB_DEGREE",
+    "HUB_COUNT_SHIFT",
     "block_smem_bytes",
     "block_max_vertices",
     "block_smem_queue",
@@ -61,7 +63,18 @@ CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("RESUME", 16, 1, "small-frontier mode: the level at which block 0 handed back"),
     CtlField("PROGRESS", 17, 1, "levels block 0 ran alone (keeps the barrier watchdog quiet)"),
     CtlField("NEXT_BATCH", 18, 1, "multi-source block form: batches taken so far in this launch"),
+    CtlField(
+        "HUBS",
+        20,
+        2 * 2,
+        "[QUEUE_BUFFERS] expand=csr: u64 at 20 + 2 (L % 2), hubs of F_L << 40 | their out-arcs",
+    ),
 )
+
+#: expand="csr": a vertex of more out-arcs is a hub, whose arcs every warp shares.
+HUB_DEGREE = 256
+#: The hub counter packs the count above this bit and the arcs below it.
+HUB_COUNT_SHIFT = 40
 
 #: Offsets by lower-case name, for the host.
 CTL: dict[str, int] = {f.name.lower(): f.offset for f in CTL_FIELDS}

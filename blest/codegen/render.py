@@ -20,6 +20,8 @@ from blest.codegen.contract import (
     CLUSTER_SCAN_WORDS,
     CTL_FIELDS,
     CTL_WORDS,
+    HUB_COUNT_SHIFT,
+    HUB_DEGREE,
     frontier_buffers,
     queue_buffers,
 )
@@ -72,6 +74,12 @@ def graph_params(spec: VariantSpec) -> list[KernelParam]:
             KernelParam("const long long* __restrict__", "in_ptr", "n + 1 (in_csr)"),
             KernelParam("const int* __restrict__", "in_idx", "in-neighbours"),
         ]
+    if spec.expand == "csr":
+        params += [
+            KernelParam("const long long* __restrict__", "out_ptr", "n + 1 (out_csr)"),
+            KernelParam("const int* __restrict__", "out_idx", "out-neighbours"),
+            KernelParam("const u32* __restrict__", "hubs", "n_words: bit v set when v is a hub"),
+        ]
     params += [
         KernelParam("const int* __restrict__", "old_of_new", "n, or null for the identity"),
         KernelParam("int", "n"),
@@ -108,6 +116,13 @@ def state_params(spec: VariantSpec) -> list[KernelParam]:
         ]
     if spec.queue == "vss":
         params.append(KernelParam("int2*", "queue", "QUEUE_BUFFERS * n_vss {VSS id, slice set}"))
+    if spec.expand == "csr":
+        params += [
+            KernelParam(
+                "long long*", "hub_queue", "QUEUE_BUFFERS * 2 * max_hubs {hub, first arc offset}"
+            ),
+            KernelParam("int", "max_hubs", "the graph's hubs (vertices of > HUB_DEGREE out-arcs)"),
+        ]
     params += [
         KernelParam("u32*", "ctl", "CTL_WORDS counters"),
         KernelParam("u32*", "bottom_up_levels", "n_words; bit L set when level L ran bottom-up"),
@@ -184,6 +199,8 @@ def _context(spec: VariantSpec) -> dict:
         "prefix": KERNEL_PREFIX,
         "cluster_head_words": CLUSTER_HEAD_WORDS,
         "cluster_scan_words": CLUSTER_SCAN_WORDS,
+        "hub_degree": HUB_DEGREE,
+        "hub_count_shift": HUB_COUNT_SHIFT,
     }
 
 

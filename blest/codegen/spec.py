@@ -16,6 +16,12 @@ Axes (docs/variants.md):
   block on CUDA cores: visited bits in shared memory, the frontier a queue of vertex ids, out-arcs
   walked from the CSR; no BVSS, so only ``update="eager"``, ``dirty_sets=False``, ``queue="vss"``,
   ``switching=False`` - one block variant per sigma, the sigma of the graph's preparation).
+* ``expand`` - how a top-down level of the BVSS launches reads the graph: ``mma`` (the tensor
+  cores over the BVSS, Alg. 2/3) or ``csr`` (CUDA cores over the out-CSR: each warp walks the
+  out-arcs of a few frontier vertices 32 at a time, vertices of more than HUB_DEGREE out-arcs
+  are spread over every warp, and each reached unvisited head is OR-ed into V_next). ``csr``
+  takes only ``update="lazy"``, ``dirty_sets=False``, ``queue="sweep"`` and
+  ``launch="persistent"``; with ``switching`` it is a direction-optimizing CUDA-core BFS.
 * ``cluster`` - block launch only: the thread blocks that run the BFS together, 1 (one block,
   ``bfs_block.cu.j2``) or a Hopper thread-block cluster of 2, 4, 8 or 16 (``bfs_cluster.cu.j2``:
   the visited bitmap spread over the blocks' shared memory and reached through distributed
@@ -36,7 +42,7 @@ from dataclasses import asdict, dataclass, fields
 from blest.defaults import DEFAULT_SIGMA, SIGMAS
 from blest.errors import ArgumentError
 
-__all__ = ["VariantSpec", "variants", "SPEC_FORMAT", "BLOCK_AXES"]
+__all__ = ["VariantSpec", "variants", "SPEC_FORMAT", "BLOCK_AXES", "CSR_AXES"]
 
 SPEC_FORMAT = 1
 
@@ -48,6 +54,7 @@ _CHOICES: dict[str, tuple] = {
     "switching": (False, True),
     "launch": ("persistent", "per_level", "block"),
     "cluster": (1, 2, 4, 8, 16),
+    "expand": ("mma", "csr"),
 }
 
 #: The one combination of the other axes that ``launch="block"`` takes (it reads no BVSS).
@@ -57,6 +64,23 @@ BLOCK_AXES: dict[str, object] = {
     "queue": "vss",
     "switching": False,
 }
+
+#: The one combination of the other axes that ``expand="csr"`` takes (``switching`` is free).
+CSR_AXES: dict[str, object] = {
+    "update": "lazy",
+    "dirty_sets": False,
+    "queue": "sweep",
+    "launch": "persistent",
+}
+
+
+def _axes_error(what: str, axes: dict[str, object], got: dict[str, object]) -> str | None:
+    """The error message when ``got`` breaks ``axes`` (None when it does not)."""
+    wrong = [f"{k}={got[k]!r}" for k, v in axes.items() if got[k] != v]
+    if not wrong:
+        return None
+    need = ", ".join(f"{k}={v!r}" for k, v in axes.items())
+    return f"{what}: it needs {need}, got {', '.join(wrong)}"
 
 
 @dataclass(frozen=True)
@@ -70,6 +94,7 @@ class VariantSpec:
     switching: bool = True
     launch: str = "persistent"
     cluster: int = 1
+    expand: str = "mma"
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -81,22 +106,30 @@ class VariantSpec:
             raise ArgumentError("dirty_sets and switching need update='lazy' (it owns V_next)")
         if self.cluster != 1 and self.launch != "block":
             raise ArgumentError(f"cluster={self.cluster} needs launch='block'")
+        got = asdict(self)
         if self.launch == "block":
-            wrong = [
-                f"{k}={getattr(self, k)!r}" for k, v in BLOCK_AXES.items() if getattr(self, k) != v
-            ]
-            if wrong:
-                need = ", ".join(f"{k}={v!r}" for k, v in BLOCK_AXES.items())
-                raise ArgumentError(
-                    f"launch='block' walks out-arcs on CUDA cores and reads no BVSS: it needs "
-                    f"{need}, got {', '.join(wrong)}"
-                )
+            error = _axes_error(
+                "launch='block' walks out-arcs on CUDA cores and reads no BVSS", BLOCK_AXES, got
+            )
+            if error:
+                raise ArgumentError(error)
+        if self.expand == "csr":
+            error = _axes_error(
+                "expand='csr' expands top-down levels from the out-CSR", CSR_AXES, got
+            )
+            if error:
+                raise ArgumentError(error)
 
     @classmethod
     def block(cls, sigma: int = DEFAULT_SIGMA, cluster: int = 1) -> VariantSpec:
         """The ``launch="block"`` variant at ``sigma`` on ``cluster`` blocks (its other axes are
         fixed by the launch)."""
         return cls(sigma=sigma, launch="block", cluster=cluster, **BLOCK_AXES)  # type: ignore[arg-type]
+
+    @classmethod
+    def csr(cls, sigma: int = DEFAULT_SIGMA, switching: bool = True) -> VariantSpec:
+        """The ``expand="csr"`` variant at ``sigma`` (its other axes are fixed by the expansion)."""
+        return cls(sigma=sigma, switching=switching, expand="csr", **CSR_AXES)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ derived
     @property
@@ -114,6 +147,8 @@ class VariantSpec:
         """A short identifier, also used as the kernel-name prefix."""
         if self.launch == "block":
             return f"s{self.sigma}_block" + (f"_c{self.cluster}" if self.cluster > 1 else "")
+        if self.expand == "csr":
+            return f"s{self.sigma}_lazy_csr" + ("_switch" if self.switching else "") + "_pers"
         parts = [f"s{self.sigma}", self.update]
         if self.dirty_sets:
             parts.append("dirty")
@@ -125,11 +160,13 @@ class VariantSpec:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
-        """``cluster`` is written only when it is not 1, so every other spec's JSON is what it
-        was before the axis existed."""
+        """``cluster`` and ``expand`` are written only when they are not 1 and ``mma``, so every
+        other spec's JSON is what it was before those axes existed."""
         d = asdict(self)
         if d["cluster"] == 1:
             del d["cluster"]
+        if d["expand"] == "mma":
+            del d["expand"]
         return {"format": SPEC_FORMAT, **d}
 
     def to_json(self) -> str:
@@ -167,5 +204,7 @@ def variants(**fixed) -> Iterator[VariantSpec]:
         if kwargs["launch"] == "block" and any(kwargs[k] != v for k, v in BLOCK_AXES.items()):
             continue
         if kwargs["cluster"] != 1 and kwargs["launch"] != "block":
+            continue
+        if kwargs["expand"] == "csr" and any(kwargs[k] != v for k, v in CSR_AXES.items()):
             continue
         yield VariantSpec(**kwargs)

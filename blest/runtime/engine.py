@@ -44,8 +44,10 @@ from blest.runtime.device import (
 )
 from blest.runtime.engine_block import BlockLaunch
 from blest.runtime.engine_capture import CallCapture, plain_id
+from blest.runtime.engine_csr import csr_arrays
 from blest.runtime.engine_multi import GPUManySources, MultiSourceChoice
 from blest.runtime.engine_probes import EngineProbes
+from blest.runtime.footprint import estimate_bytes, resident_bytes
 from blest.runtime.msbfs import MSRunner
 from blest.runtime.protocol import BFSStats, Geometry
 
@@ -109,7 +111,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
             if graph.n == 0:
                 raise ArgumentError("the graph has no vertices")
             with cp.cuda.Device(self._device_id):
-                require_memory(_estimate_bytes(graph, spec), self._device_id, graph)
+                require_memory(estimate_bytes(graph, spec), self._device_id, graph)
                 graph = Prepared.from_graph(graph, spec.sigma, permutation, xp=cp)
         elif permutation is not None:
             raise ArgumentError("permutation applies to a Graph; a Prepared graph has its own")
@@ -122,7 +124,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         self._ms_choice: MultiSourceChoice | None = None
         self._runners: dict[bool, MSRunner] = {}
         with cp.cuda.Device(self._device_id):
-            require_memory(_resident_bytes(graph, self.spec), self._device_id, graph.graph)
+            require_memory(resident_bytes(graph, self.spec), self._device_id, graph.graph)
             self._upload(graph)
             self._module_load(geometry)
 
@@ -160,6 +162,9 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
             arrays["in_ptr"] = cp.asarray(prep.in_ptr, dtype=cp.int64)
             arrays["in_idx"] = cp.asarray(prep.in_idx, dtype=cp.int32)
             self._in_csr = (arrays["in_ptr"], arrays["in_idx"])
+        if spec.expand == "csr":
+            csr, self._max_hubs = csr_arrays(cp, prep, self._in_csr, self._n_words)
+            arrays.update(csr)
         identity = self.permutation.is_identity
         arrays["old_of_new"] = (
             np.uint64(0) if identity else cp.asarray(self.permutation.old_of_new, dtype=cp.int32)
@@ -188,6 +193,10 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
             state["dirty_words"] = np.int32(dirty_words)
         if spec.queue == "vss":  # entries are {VSS id, slice set} pairs
             state["queue"] = cp.zeros(2 * queue_buffers(spec) * max(n_vss, 1), dtype=cp.int32)
+        if spec.expand == "csr":  # entries are {hub, offset of its first arc} pairs
+            hubs = max(self._max_hubs, 1)
+            state["hub_queue"] = cp.zeros(2 * queue_buffers(spec) * hubs, dtype=cp.int64)
+            state["max_hubs"] = np.int32(hubs)
         state["ctl"] = cp.zeros(CTL_WORDS, dtype=cp.uint32)
         state["bottom_up_levels"] = cp.zeros(words, dtype=cp.uint32)
         state["levels"] = cp.empty(self.n, dtype=cp.int32)  # internal ids
@@ -481,20 +490,3 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         self._module = self._kernels = None
         self._host_levels = self._host_ctl = None
         self.prepared = None  # type: ignore[assignment]  (its BVSS may live on the GPU)
-
-
-def _estimate_bytes(g: Graph, spec: VariantSpec) -> int:
-    """GPU bytes to build the BVSS of ``g`` on the device and keep the engine's buffers."""
-    build = 5 * 8 * g.nnz  # sort keys and segment arrays while building the BVSS
-    return build + _resident_from_sizes(g.n, g.nnz, spec)
-
-
-def _resident_bytes(prep: Prepared, spec: VariantSpec) -> int:
-    return _resident_from_sizes(prep.n, prep.graph.nnz, spec)
-
-
-def _resident_from_sizes(n: int, nnz: int, spec: VariantSpec) -> int:
-    if spec.launch == "block":  # out-adjacency (and its transposition), levels, two queues
-        return 8 * (n + 1) + 24 * nnz + 8 * n + 8 * spec.cluster * n
-    slices = nnz  # at most one slice per arc
-    return 4 * (slices + 32 * slices // spec.tau) + 16 * n + 12 * nnz

@@ -111,8 +111,16 @@ class Candidate:
 
 
 def _priority(spec: VariantSpec) -> tuple:
-    """sigma 8 first (the paper's), then lazy with switching, then the rest."""
-    return (spec.sigma != 8, spec.sigma, spec.update != "lazy", not spec.switching, spec.name)
+    """sigma 8 first (the paper's), then lazy with switching, tensor cores before CUDA cores,
+    then the rest."""
+    return (
+        spec.sigma != 8,
+        spec.sigma,
+        spec.update != "lazy",
+        not spec.switching,
+        spec.expand != "mma",
+        spec.name,
+    )
 
 
 def persistent_specs(sigmas: Iterable[int] = SIGMAS) -> list[VariantSpec]:
@@ -190,8 +198,8 @@ def small_queue_variants(c: Candidate) -> list[Candidate]:
 
 def per_level_variant(c: Candidate) -> Candidate | None:
     """The same candidate with one launch per level (small_queue does not apply); None for the
-    per-level and block launches."""
-    if c.spec.launch != "persistent":
+    per-level and block launches, and for expand="csr" (persistent only)."""
+    if c.spec.launch != "persistent" or c.spec.expand == "csr":
         return None
     return replace(c, spec=replace(c.spec, launch="per_level"), small_queue=None)
 
