@@ -19,6 +19,7 @@ __all__ = [
     "TIMING_SOURCES",
     "DEFAULT_ARCH",
     "MIN_COMPUTE_CAPABILITY",
+    "CLUSTER_COMPUTE_CAPABILITY",
     "DEFAULT_BLOCK_SIZE",
 ]
 
@@ -47,5 +48,7 @@ TIMING_SOURCES = 64
 DEFAULT_ARCH = "sm_90"
 #: Oldest GPU generation the binary MMA kernels run on (sm_80).
 MIN_COMPUTE_CAPABILITY = 80
+#: The first compute capability with thread-block clusters (Hopper, sm_90).
+CLUSTER_COMPUTE_CAPABILITY = 90
 #: Threads per block of an engine unless told or tuned otherwise.
 DEFAULT_BLOCK_SIZE = 256

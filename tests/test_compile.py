@@ -238,6 +238,13 @@ def test_normalize_arch(arch, target, flag):
     assert bc.normalize_arch(arch, target) == flag
 
 
+@pytest.mark.parametrize(
+    ("arch", "number"), [("sm_90", 90), ("compute_80", 80), ("sm_90a", 90), (100, 100)]
+)
+def test_arch_number(arch, number):
+    assert bc.arch_number(arch) == number
+
+
 def test_normalize_arch_rejects_garbage():
     with pytest.raises(ValueError):
         bc.normalize_arch("hopper")

@@ -220,6 +220,16 @@ def test_block_plan_fits_the_bitmap_or_says_how_many_vertices_fit():
         block_plan(most + 1, limit)
 
 
+def test_cluster_needs_sm90():
+    """A cluster on a GPU older than sm_90 is refused before anything is sized or allocated."""
+    host = HostBlock.__new__(HostBlock)
+    host.arch = "sm_80"
+    with pytest.raises(
+        ArgumentError, match=r"cluster of 4 blocks needs .*sm_90.*this GPU is sm_80"
+    ):
+        host._plan_block(1000, 4)
+
+
 def test_launch_shapes():
     host = HostBlock.__new__(HostBlock)
     host.spec, host.grid_size, host.shared_bytes, host._pass_grid = SPEC, 1, 5000, 264

@@ -31,6 +31,7 @@ from blest.defaults import DEFAULT_ARCH
 from blest.errors import ArgumentError, CompileError
 
 __all__ = [
+    "arch_number",
     "DEFAULT_OPTIONS",
     "compile_source",
     "compile_ptx",
@@ -57,6 +58,12 @@ def normalize_arch(arch: str | int, target: Target = "cubin") -> str:
     if not m:
         raise ArgumentError(f"arch must look like 'sm_90' or 'compute_90', got {arch!r}")
     return f"{'sm' if target == 'cubin' else 'compute'}_{m.group(1)}{m.group(2)}"
+
+
+def arch_number(arch: str | int) -> int:
+    """The compute capability of an arch in any form :func:`normalize_arch` takes (90 for
+    ``"sm_90a"``)."""
+    return int(re.sub(r"\D", "", normalize_arch(arch)))
 
 
 def nvrtc_options(

@@ -14,12 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from blest.codegen.compile import arch_number
 from blest.codegen.contract import (
     CTL_WORDS,
     block_max_vertices,
     block_smem_bytes,
     block_smem_queue,
 )
+from blest.defaults import CLUSTER_COMPUTE_CAPABILITY
 from blest.errors import ArgumentError, GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.runtime.device import device_smem_limit, format_bytes, out_csr
@@ -85,7 +87,7 @@ class BlockLaunch:
     def _plan_block(self, n: int, cluster: int) -> None:
         """Size the shared memory for ``n`` vertices over ``cluster`` blocks on this device, or
         refuse the graph (or a cluster on a GPU that has none)."""
-        if cluster > 1 and int("".join(c for c in self.arch if c.isdigit())) < 90:
+        if cluster > 1 and arch_number(self.arch) < CLUSTER_COMPUTE_CAPABILITY:
             raise ArgumentError(
                 f"launch='block' on a cluster of {cluster} blocks needs thread-block clusters "
                 f"(sm_90 or newer); this GPU is {self.arch}: use cluster=1"

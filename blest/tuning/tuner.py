@@ -19,8 +19,16 @@ from typing import Any
 
 import numpy as np
 
+from blest.codegen.compile import arch_number
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_ARCH, DEFAULT_ETA, DEFAULT_SIGMA, SIGMAS, SOURCE_SEED
+from blest.defaults import (
+    CLUSTER_COMPUTE_CAPABILITY,
+    DEFAULT_ARCH,
+    DEFAULT_ETA,
+    DEFAULT_SIGMA,
+    SIGMAS,
+    SOURCE_SEED,
+)
 from blest.errors import ArgumentError, GPUUnavailableError
 from blest.graph.bvss import u_div
 from blest.graph.core import Graph
@@ -322,7 +330,7 @@ def _tune_gpu(
         u8 = u_div(preps[default].bvss(DEFAULT_SIGMA, xp=cupy))
         specs = [*persistent_specs(sigmas), paper_spec(u8, False), paper_spec(u8, True)]
         specs += block_specs(sigmas) if block_fits(graph.n, smem_limit) else []
-        clusters = int("".join(ch for ch in arch if ch.isdigit())) >= 90  # sm_90: clusters
+        clusters = arch_number(arch) >= CLUSTER_COMPUTE_CAPABILITY
         for cluster, _ in CLUSTER_GEOMETRIES if clusters else ():
             if block_fits(graph.n, smem_limit, cluster):
                 specs += block_specs(sigmas, (cluster,))
