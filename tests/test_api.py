@@ -187,3 +187,20 @@ def test_out_arrays_are_checked_before_any_work(engine):
     out = np.full(g.n, 99, dtype=np.int32)
     assert eng.bfs(0, out=out) is out
     np.testing.assert_array_equal(out, bfs_levels(g, 0))
+
+
+def test_cpu_engines_take_the_csr_variant(rng):
+    """Without a GPU expand="csr" runs on SciPy's BFS or on the emulator (its per-level
+    semantics are the lazy sweep variant's), with and without bottom-up levels."""
+    from blest import VariantSpec
+    from blest.graph.prepared import Prepared
+    from blest.runtime import make_engine
+
+    g = GRAPH_CLASSES["power_law"](rng, 400)
+    prep = Prepared.from_graph(g, 8)
+    src = pick_source(rng, g)
+    for eta in (0.0, 1e9):  # every level top-down; every level bottom-up
+        for device in ("cpu", "emulator"):
+            with make_engine(prep, VariantSpec.csr(8), eta=eta, device=device) as eng:
+                np.testing.assert_array_equal(eng.bfs(src), bfs_levels(g, src), device)
+                assert eng.spec.name == "s8_lazy_csr_switch_pers"
