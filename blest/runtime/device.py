@@ -11,6 +11,7 @@ from blest.graph.prepared import Prepared
 __all__ = [
     "cupy_module",
     "device_buffers",
+    "device_in_csr",
     "device_smem_limit",
     "out_csr",
     "is_pinned",
@@ -38,6 +39,15 @@ def device_buffers(cp: Any, **arrays: Any) -> dict[str, Any]:
         d = cp.asarray(a)
         out[name] = d if d.size else cp.zeros(1, dtype=d.dtype)
     return out
+
+
+def device_in_csr(cp: Any, prep: Any) -> tuple[Any, Any]:
+    """The in-adjacency of a :class:`~blest.graph.prepared.Prepared` graph on the device: int64
+    pointers and int32 heads (one zero head when it has no arcs: kernels need a valid
+    pointer)."""
+    in_ptr = cp.asarray(prep.in_ptr, dtype=cp.int64)
+    in_idx = cp.asarray(prep.in_idx, dtype=cp.int32)
+    return in_ptr, in_idx if in_idx.size else cp.zeros(1, dtype=cp.int32)
 
 
 def device_smem_limit(cp: Any, device_id: int) -> int:

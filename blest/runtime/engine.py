@@ -38,6 +38,7 @@ from blest.runtime.base import EngineBase
 from blest.runtime.device import (
     cupy_module,
     device_buffers,
+    device_in_csr,
     is_pinned,
     pinned_array,
     require_memory,
@@ -362,10 +363,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         else:
             need = 8 * (self.n + 1) + 4 * int(prep.graph.nnz) + 4 * self.n
             require_memory(need, self._device_id, prep.graph)
-            in_ptr = cp.asarray(prep.in_ptr, dtype=cp.int64)
-            in_idx = cp.asarray(prep.in_idx, dtype=cp.int32)
-            if in_idx.size == 0:
-                in_idx = cp.zeros(1, dtype=cp.int32)
+            in_ptr, in_idx = device_in_csr(cp, prep)
         self._parent_args = (in_ptr, in_idx, cp.empty(self.n, dtype=cp.int32))
 
     def _submit_traversal(self, limit: int) -> None:

@@ -24,7 +24,7 @@ from blest.codegen.contract import (
 from blest.defaults import CLUSTER_COMPUTE_CAPABILITY
 from blest.errors import ArgumentError, GPUUnavailableError
 from blest.graph.prepared import Prepared
-from blest.runtime.device import device_smem_limit, format_bytes, out_csr
+from blest.runtime.device import device_in_csr, device_smem_limit, format_bytes, out_csr
 
 __all__ = ["BlockLaunch", "block_plan", "device_smem_limit", "vertex_heads", "INLINE_HEADS"]
 
@@ -100,10 +100,7 @@ class BlockLaunch:
         """(graph arrays, traversal state) of the block kernel; the in-adjacency is kept for
         the parents post-pass when it is also the out-adjacency (undirected graphs)."""
         cp, n = self._cp, self.n
-        in_ptr = cp.asarray(prep.in_ptr, dtype=cp.int64)
-        in_idx = cp.asarray(prep.in_idx, dtype=cp.int32)
-        if in_idx.size == 0:
-            in_idx = cp.zeros(1, dtype=cp.int32)  # kernels need a valid pointer
+        in_ptr, in_idx = device_in_csr(cp, prep)
         out_ptr, out_idx = out_csr(cp, prep, in_ptr, in_idx)
         self._in_csr = (in_ptr, in_idx) if out_idx is in_idx else None
         identity = self.permutation.is_identity

@@ -10,7 +10,7 @@ from typing import Any
 from blest.codegen.contract import HUB_COUNT_SHIFT, HUB_DEGREE
 from blest.errors import ArgumentError
 from blest.graph.prepared import Prepared
-from blest.runtime.device import out_csr
+from blest.runtime.device import device_in_csr, out_csr
 
 __all__ = ["csr_arrays", "MAX_HUBS"]
 
@@ -23,12 +23,7 @@ def csr_arrays(
 ) -> tuple[dict[str, Any], int]:
     """(``out_ptr``, ``out_idx`` and ``hubs`` on the device, the number of hubs). ``in_csr`` is
     the in-adjacency already on the device, if any."""
-    in_ptr, in_idx = in_csr or (
-        cp.asarray(prep.in_ptr, dtype=cp.int64),
-        cp.asarray(prep.in_idx, dtype=cp.int32),
-    )
-    if in_idx.size == 0:
-        in_idx = cp.zeros(1, dtype=cp.int32)  # kernels need a valid pointer
+    in_ptr, in_idx = in_csr or device_in_csr(cp, prep)
     out_ptr, out_idx = out_csr(cp, prep, in_ptr, in_idx)
     is_hub = cp.diff(out_ptr) > HUB_DEGREE
     hubs = int(cp.count_nonzero(is_hub))
