@@ -185,5 +185,5 @@ def test_new_kernel_entry_points_compile():
         for name in names.values():
             assert f".entry {name}(" in ptx
         init = ptx.split(".entry blest_init(")[1].split(")")[0]
-        main = ptx.split(f".entry {names['unpermute']}(")[1].split(")")[0]
-        assert init.count(".param") == main.count(".param") + 2  # seeds, n_seeds, src vs out
+        main = ptx.split(f".entry {names['deliver']}(")[1].split(")")[0]
+        assert init.count(".param") == main.count(".param") + 1  # seeds, n_seeds, src vs slot, ctl

@@ -143,8 +143,9 @@ def test_render_is_deterministic_and_specific(spec):
     assert ("extern __shared__" in text) == block
     assert ("__cluster_dims__(CLUSTER" in text) == (spec.cluster > 1)
     assert ("cluster_sync()" in text) == (spec.cluster > 1)
-    for bvss_only in ("row_ids", "masks", "blest_init(", "blest_unpermute(", "Workers"):
+    for bvss_only in ("row_ids", "masks", "blest_init(", "Workers"):
         assert (bvss_only in text) == (not block), bvss_only
+    assert "blest_deliver(" in text  # every launch ends with it in a captured call
     # expand=csr: top-down from the out-CSR with hub lists; no MMA.
     csr = spec.expand == "csr"
     assert ("mma.sync" in text) == (not block and not csr)

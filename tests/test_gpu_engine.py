@@ -150,7 +150,8 @@ def _launch_spec(launch: str) -> VariantSpec:
 
 @pytest.mark.parametrize("launch", ["persistent", "per_level", "block", "cluster"])
 def test_view_output_and_traversal_time(zoo, launch):
-    """out="view" hands out the engine's own array (no copy), overwritten by the next call."""
+    """out="view" hands out the engine's own array (no copy), reused by the next view; a
+    device result is a fresh array that later calls leave alone."""
     rng, graphs = zoo
     graph = graphs["power_law"]
     perm = rcm(graph)
@@ -164,7 +165,10 @@ def test_view_output_and_traversal_time(zoo, launch):
         np.testing.assert_array_equal(second.get(), bfs_levels(graph, b))
         copy = eng.bfs(a, out="device")
         assert copy.data.ptr != second.data.ptr
-        np.testing.assert_array_equal(second.get(), bfs_levels(graph, a))  # overwritten
+        third = eng.bfs(b, out="view")
+        assert third.data.ptr == first.data.ptr
+        np.testing.assert_array_equal(copy.get(), bfs_levels(graph, a))  # left alone
+        np.testing.assert_array_equal(third.get(), bfs_levels(graph, b))
         stats = eng.stats
         assert 0 < stats.traversal_ms < 1e3
         with pytest.raises(Exception, match="out must be"):
@@ -199,7 +203,7 @@ def test_captured_calls_agree_with_launched_ones(zoo, launch):
             for i in rng.permutation(3 * len(srcs)):
                 src = int(srcs[i % len(srcs)])
                 kinds = ["none", "device", "view", "host_out", "device_out", "pinned_out"]
-                kinds += ["limit", "pinned_limit", "seeds"]
+                kinds += ["limit", "pinned_limit", "seeds", "strided_out", "two_devices"]
                 kind = kinds[int(rng.integers(len(kinds)))]
                 want = bfs_levels(graph, src)
                 if kind in ("limit", "pinned_limit"):
@@ -217,6 +221,18 @@ def test_captured_calls_agree_with_launched_ones(zoo, launch):
                     got = eng.bfs(src, out=np.full(graph.n, POISON, dtype=np.int32))
                 elif kind == "device_out":
                     got = eng.bfs(src, out=cp.full(graph.n, POISON, dtype=cp.int32)).get()
+                elif kind == "strided_out":  # not contiguous: filled by a copy
+                    out = cp.full(2 * graph.n, POISON, dtype=cp.int32)[::2]
+                    assert eng.bfs(src, out=out) is out
+                    got = out.get()
+                elif kind == "two_devices":  # the second fresh array leaves the first alone
+                    first = eng.bfs(src, out="device")
+                    other = int(srcs[(i + 1) % len(srcs)])
+                    np.testing.assert_array_equal(
+                        eng.bfs(other, out="device").get(), bfs_levels(graph, other)
+                    )
+                    got = first.get()
+                    eng.bfs(src, out="view")  # the statistics below are src's
                 else:
                     got = eng.bfs(src, out=None if kind == "none" else kind)
                     got = got if kind == "none" else got.get()
@@ -359,3 +375,29 @@ def test_captured_calls_follow_changes_of_eta_and_small_queue(zoo):
             else:  # every level after the seed's finds fewer unvisited than inf * |Q|
                 assert len(bottom_up) >= want.max() - 1, (eta, small_queue, bottom_up)
         assert len(eng._call_graphs) == 1  # the graphs of other settings were dropped
+
+
+@pytest.mark.parametrize("launch", ["persistent", "block"])
+def test_calls_without_timing(zoo, launch):
+    """timing=False leaves the events out (traversal_ms is NaN) and nothing else: captured
+    and launched calls, reordered or not, give SciPy's levels; timing may be switched back on
+    between calls."""
+    import cupy as cp
+
+    rng, graphs = zoo
+    for name in ("power_law", "directed"):
+        graph = graphs[name]
+        perm = rcm(graph) if name == "power_law" else None
+        with _engine(graph, _launch_spec(launch), permutation=perm, timing=False) as eng:
+            for i, src in enumerate(sources(rng, graph)):
+                want = bfs_levels(graph, int(src))
+                out = cp.full(graph.n, POISON, dtype=cp.int32)
+                eng.timing = i % 3 != 2
+                calls = [eng.bfs(int(src), out="device").get(), eng.bfs(int(src), out=out).get()]
+                calls.append(eng.bfs(int(src), depth_limit=graph.n))  # launched, not captured
+                for got in calls:
+                    np.testing.assert_array_equal(got, want, err_msg=f"{name} src={src}")
+                stats = eng.stats
+                assert stats.visited == int((want >= 0).sum()) and stats.depth == want.max()
+                assert (0 < stats.traversal_ms < 1e3) == eng.timing
+                assert np.isnan(stats.traversal_ms) != eng.timing

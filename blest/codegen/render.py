@@ -134,13 +134,10 @@ def state_params(spec: VariantSpec) -> list[KernelParam]:
 
 def kernel_names(spec: VariantSpec) -> dict[str, str]:
     """Entry points of the rendered module, by role."""
-    if spec.launch == "block":  # no init or unpermute pass: the one kernel does both
-        return {"bfs": f"{KERNEL_PREFIX}_bfs_block", "parents": f"{KERNEL_PREFIX}_parents"}
-    names = {
-        "init": f"{KERNEL_PREFIX}_init",
-        "unpermute": f"{KERNEL_PREFIX}_unpermute",
-        "parents": f"{KERNEL_PREFIX}_parents",
-    }
+    names = {"parents": f"{KERNEL_PREFIX}_parents", "deliver": f"{KERNEL_PREFIX}_deliver"}
+    if spec.launch == "block":  # no init pass: the one kernel initializes, in the user's ids
+        return {"bfs": f"{KERNEL_PREFIX}_bfs_block", **names}
+    names["init"] = f"{KERNEL_PREFIX}_init"
     if spec.launch == "persistent":
         names["bfs"] = f"{KERNEL_PREFIX}_bfs"
     else:

@@ -39,7 +39,6 @@ from blest.runtime.device import (
     cupy_module,
     device_buffers,
     device_in_csr,
-    is_pinned,
     pinned_array,
     require_memory,
 )
@@ -82,6 +81,10 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
     capture : bool
         Replay plain calls from a captured CUDA graph (default); False launches every kernel
         of every call separately (for comparisons).
+    timing : bool
+        Time each traversal by CUDA events for ``stats.traversal_ms`` (default). False saves
+        each call the events' cost (about 5 us on an H100); ``traversal_ms`` is then NaN. An
+        attribute too, which may be changed between calls.
     """
 
     def __init__(
@@ -98,6 +101,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         small_queue: int | None = None,
         record_levels: bool = False,
         capture: bool = True,
+        timing: bool = True,
     ) -> None:
         from blest.codegen import toolchain
 
@@ -121,6 +125,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
             raise ArgumentError("the graph has no vertices")
         self._record_levels = bool(record_levels)
         self._capture = bool(capture) and self.spec.launch != "per_level"
+        self.timing = bool(timing)
         self._void = ""
         self._ms_choice: MultiSourceChoice | None = None
         self._runners: dict[bool, MSRunner] = {}
@@ -146,7 +151,14 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         self._host_ctl = pinned_array(cp, CTL_WORDS, np.uint32)
         self._events = (cp.cuda.Event(), cp.cuda.Event())
         self._call_graphs: dict[tuple, Any] = {}  # by (levels to the host, eta, small_queue)
-        self._graph_seed: tuple[Any, Any] | None = None  # (device word, pinned host word)
+        # A captured call's {seed, where the deliver pass puts the levels (0: in _levels())},
+        # set in pinned memory, copied to the device by the graph's first node; own_dst: the
+        # destination of launched calls.
+        self._call_slot = pinned_array(cp, 2, np.int64)
+        self._spare = None
+        self._slot = cp.zeros(2, dtype=cp.int64)
+        own = self._user_levels.data.ptr if self._reorders else 0
+        self._own_dst = cp.full(1, own, dtype=cp.uint64)
 
     def _bvss_buffers(self, prep: Prepared) -> tuple[dict[str, Any], dict[str, Any]]:
         """(graph arrays, traversal state) of the BVSS variants."""
@@ -176,7 +188,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
             n_vss=np.int32(b.n_vss),
             n_sets=np.int32(b.n_slice_sets),
         )
-        # Reordered graphs: the user's ids, filled by the unpermute kernel after each traversal.
+        # Reordered graphs: the user's ids, filled by the deliver pass after each traversal.
         self._user_levels = None if identity else cp.empty(n, dtype=cp.int32)
         return arrays, self._state_buffers(b.n_vss)
 
@@ -251,7 +263,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         out : None, "device", "view" or array, optional
             None returns a fresh NumPy array; ``"device"`` a fresh CuPy array; ``"view"`` the
             engine's own CuPy array, without a copy, valid until the next call on this engine
-            (which overwrites it) or its close; a NumPy or CuPy int32 array of length n is
+            (which may overwrite it) or its close; a NumPy or CuPy int32 array of length n is
             filled in place and returned. A page-locked NumPy array (``cupyx.empty_pinned``)
             receives the levels straight from the GPU, without the host copy that a fresh
             or pageable array costs (most of the call on graphs of millions of vertices).
@@ -367,15 +379,19 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         self._parent_args = (in_ptr, in_idx, cp.empty(self.n, dtype=cp.int32))
 
     def _submit_traversal(self, limit: int) -> None:
-        """Enqueue the traversal between the two timing events."""
+        """Enqueue the traversal, and the pass to the user's ids, between the timing events."""
         start, stop = self._events
-        start.record()
+        if self.timing:
+            start.record()
         self._enqueue_traversal(limit)
-        stop.record()
+        if self._reorders:
+            self._enqueue_deliver(self._own_dst.data.ptr, 0)
+        if self.timing:
+            stop.record()
 
     def _enqueue_traversal(self, limit: int) -> None:
-        """The traversal's launches and the unpermute pass (the block launch: its one kernel,
-        which also initializes and writes the user's ids)."""
+        """The traversal's launches (the block launch: its one kernel, which also initializes
+        and writes the user's ids)."""
         eta = np.float64(self.eta)
         if self.spec.launch == "block":
             self._launch("bfs", (*self._block_seeds, np.int32(limit)))
@@ -384,8 +400,6 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
             self._launch("bfs", extra, cooperative=True)
         else:
             self._per_level_loop(limit, eta)
-        if self._user_levels is not None and self.spec.launch != "block":
-            self._launch("unpermute", (self._user_levels,))
 
     def _wait(self, user: int, seeds: int = 1) -> None:
         """Wait for the traversal; void the engine if a grid barrier timed out."""
@@ -402,7 +416,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
                 "the result is void"
             )
             raise EngineError(f"{self._void}. Please report this with the graph and source.")
-        self._last = (user, start, stop, seeds)
+        self._last = (user, start, stop, seeds) if self.timing else (user, None, None, seeds)
         self.last_stats = None
 
     def _per_level_loop(self, limit: int, eta: np.float64) -> None:
@@ -418,33 +432,6 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
             if self._host_ctl[CTL["done"]]:
                 return
 
-    def _staged(self, out: Any) -> bool:
-        """Whether the levels reach ``out`` through the engine's pinned buffer: for None and
-        pageable NumPy arrays (a pinned one takes them directly, the device ones on the GPU)."""
-        return out is None or (isinstance(out, np.ndarray) and not is_pinned(self._cp, out))
-
-    def _levels(self) -> Any:
-        """The device array that holds the last call's levels in the user's ids."""
-        return self._state["levels"] if self._user_levels is None else self._user_levels
-
-    def _deliver(self, out: Any) -> Any:
-        """The last call's levels as ``out`` asks (checked by :meth:`_check_out`)."""
-        levels = self._levels()
-        if isinstance(out, str):
-            return levels.copy() if out == "device" else levels
-        if out is None:
-            levels.get(out=self._host_levels)
-            return self._host_levels.copy()
-        if isinstance(out, self._cp.ndarray):
-            out[...] = levels
-            return out
-        if not self._staged(out):  # pinned: straight into it
-            levels.get(out=out)
-            return out
-        levels.get(out=self._host_levels)
-        np.copyto(out, self._host_levels)
-        return out
-
     @property
     def stats(self) -> BFSStats:
         """Statistics of the last ``bfs`` call (read from the GPU on first access)."""
@@ -458,7 +445,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         user, start, stop, seeds = self._last
         ctl = self._host_ctl
         with self._cp.cuda.Device(self._device_id):
-            ms = self._cp.cuda.get_elapsed_time(start, stop)
+            ms = np.nan if start is None else self._cp.cuda.get_elapsed_time(start, stop)
             bottom_up: tuple[int, ...] = ()
             if self.spec.switching:
                 bits = self._state["bottom_up_levels"].get()
@@ -479,7 +466,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         """Drop every device buffer, the pinned staging memory and the module."""
         self._close_runners()
         self._call_graphs = {}
-        self._graph_seed = None
+        self._call_slot = self._slot = self._own_dst = self._spare = None
         self._arrays = self._state = {}
         self._common_args = ()
         self._launches = {}

@@ -4,8 +4,8 @@ The whole BFS runs in one thread block: its visited bitmap (a bit per vertex) an
 its two frontier queues live in the block's dynamic shared memory, the rest of the queues in
 global memory, and it walks the out-adjacency of the prepared (reordered) graph, uploaded once.
 One launch per call initializes the traversal, runs every level and writes the levels in both
-id spaces, so there is no init and no unpermute launch; the parents post-pass keeps a grid of
-its own. :class:`BlockLaunch` is mixed into :class:`blest.runtime.engine.Engine`.
+id spaces, so there is no init launch and the deliver pass only copies; the parents post-pass
+keeps a grid of its own. :class:`BlockLaunch` is mixed into :class:`blest.runtime.engine.Engine`.
 """
 
 from __future__ import annotations

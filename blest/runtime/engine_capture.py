@@ -1,12 +1,19 @@
-"""Plain BFS calls replayed from a captured CUDA graph: the engine's side of
-:mod:`blest.runtime.call_graph`. Mixed into :class:`blest.runtime.engine.Engine`.
+"""How a call's results leave the GPU: plain calls replayed from a captured CUDA graph (the
+engine's side of :mod:`blest.runtime.call_graph`), the deliver pass every call ends with, and
+the delivery of the levels as ``out`` asks. Mixed into :class:`blest.runtime.engine.Engine`.
 
 A plain call is one source in range, no depth limit, no parents, on a persistent or block
-variant. Its work is captured at first use, once with the levels copied to the engine's pinned
-host buffer (``out=None`` or a pageable NumPy ``out``) and once without (device outputs, and a
-pinned NumPy ``out``, which the levels reach by one copy enqueued after the graph); later plain
-calls write the seed to a pinned word and launch the graph. The captured graph holds the
-addresses of the engine's buffers, so it lives and dies with them.
+variant. Its work is captured at first use: a 16-byte copy of the call's slot from pinned host
+memory (the seed, and the destination of the levels: a fresh ``out="device"`` array, a CuPy
+``out``, or the engine's own buffer), init, the timed traversal, the deliver pass (the levels
+to that destination, the control block straight into pinned host memory, which a kernel
+writes in place under unified addressing), and for ``out=None`` or a pageable NumPy ``out`` a
+copy of the levels to the engine's pinned host buffer. So a call is one graph launch and one
+wait, and no result passes through a copy of its own. The graph holds the addresses of the
+engine's buffers, so it lives and dies with them.
+
+The slot is copied rather than read in place by the kernels: each block's read of pinned host
+memory costs about a microsecond, one after the other (``benchmarks/NOTES.md``, session 12).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from blest.runtime.call_graph import CapturedCall, copy_async, record_event
-from blest.runtime.device import pinned_array
+from blest.runtime.device import is_pinned
 
 __all__ = ["CallCapture", "plain_id"]
 
@@ -38,10 +45,15 @@ class CallCapture:
 
     _cp: Any
     _capture: bool
-    _call_graphs: dict[tuple[bool, float, int], CapturedCall]
+    _call_graphs: dict[tuple[bool, float, int, bool], CapturedCall]
     eta: float
+    timing: bool
     small_queue: int
-    _graph_seed: tuple[Any, Any] | None
+    _call_slot: Any
+    _spare: Any  # the next out="device" call's array, or None
+    _slot: Any
+    _user_levels: Any
+    _device_id: int
     _events: tuple[Any, Any]
     _state: dict[str, Any]
     _host_ctl: Any
@@ -53,19 +65,14 @@ class CallCapture:
     def _call_graph(self, host: bool) -> CapturedCall | None:
         """The captured plain call (with the levels copied to pinned host memory, or not) at
         the engine's current ``eta`` and ``small_queue``, which a graph holds as kernel
-        arguments (the tuner changes them between runs); None where this engine launches
-        kernel by kernel."""
+        arguments (the tuner changes them between runs), with timing events or not; None where
+        this engine launches kernel by kernel."""
         if not self._capture:
             return None
-        key = (host, float(self.eta), int(self.small_queue))
+        key = (host, float(self.eta), int(self.small_queue), self.timing)
         graph = self._call_graphs.get(key)
         if graph is None:
             self._call_graphs = {k: g for k, g in self._call_graphs.items() if k[1:] == key[1:]}
-            if self._graph_seed is None:
-                self._graph_seed = (
-                    self._cp.empty(1, dtype=self._cp.int32),
-                    pinned_array(self._cp, 1, np.int32),
-                )
             try:
                 graph = CapturedCall(self._cp, lambda stream: self._enqueue_call(stream, host))
             except Exception as exc:  # an old driver, say: the launch path still works
@@ -80,40 +87,74 @@ class CallCapture:
             self._call_graphs[key] = graph
         return graph
 
+    @property
+    def _reorders(self) -> bool:
+        """Whether the deliver pass maps internal ids to the user's (the block launch writes
+        the user's ids itself): it is then timed with the traversal, as the mapping belongs
+        to it."""
+        return self._user_levels is not None and self.spec.launch != "block"
+
+    def _enqueue_deliver(self, dst_slot: int, ctl_out: int) -> None:
+        """The deliver pass: the levels to ``*dst_slot`` (a device word holding an address) in
+        the user's ids, the control block to ``ctl_out`` (an address, or 0 for none)."""
+        self._launch("deliver", (np.uint64(dst_slot), np.uint64(ctl_out)))
+
     def _enqueue_call(self, stream: Any, host: bool) -> None:
-        """A plain call's work, as captured: the seed from pinned memory, init, the timed
-        traversal, the control block (and the levels when ``host``) back to pinned memory."""
-        cp = self._cp
-        seed_device, seed_host = self._graph_seed  # type: ignore[misc]
-        copy_async(cp, seed_device.data.ptr, seed_host.ctypes.data, 4, stream)
-        seeds = (seed_device, np.int32(1), np.int32(0))
+        """A plain call's work, as captured: the slot to the device, init from its seed, the
+        timed traversal, the deliver pass (levels to the slot's destination, the control block
+        to the pinned ``_host_ctl``), and with ``host`` the levels to the pinned
+        ``_host_levels``."""
+        cp, slot = self._cp, self._slot
+        copy_async(cp, slot.data.ptr, self._call_slot.ctypes.data, slot.nbytes, stream)
+        seeds = (slot, np.int32(1), np.int32(0))  # the seed: slot's first int32 (little-endian)
         if self.spec.launch == "block":
             self._block_seeds = seeds
         else:
             self._launch("init", seeds)
         start, stop = self._events
-        record_event(start, stream)
+        if self.timing:
+            record_event(start, stream)
         self._enqueue_traversal(-1)
-        record_event(stop, stream)
-        ctl = self._state["ctl"]
-        copy_async(cp, self._host_ctl.ctypes.data, ctl.data.ptr, ctl.nbytes, stream)
+        ctl_out = self._host_ctl.ctypes.data
+        dst_slot = slot.data.ptr + slot.itemsize
+        if self._reorders:
+            self._enqueue_deliver(dst_slot, ctl_out)
+        if self.timing:
+            record_event(stop, stream)
+        if not self._reorders:
+            self._enqueue_deliver(dst_slot, ctl_out)
         if host:
             levels = self._levels()
             copy_async(cp, self._host_levels.ctypes.data, levels.data.ptr, levels.nbytes, stream)
 
+    def _direct(self, out: Any) -> bool:
+        """Whether the deliver pass can write the levels straight into CuPy array ``out``."""
+        return out.flags.c_contiguous and out.device.id == self._device_id
+
     def _replay(self, graph: CapturedCall, staged: bool, internal: int, user: int, out: Any) -> Any:
         """One plain call through ``graph`` (``staged``: the one that copies the levels to the
-        engine's pinned buffer). A fresh device result, or a pinned ``out``, is copied before
-        the wait, so that its submission overlaps the traversal."""
+        engine's pinned buffer). What can wait runs while the GPU works: a pinned NumPy
+        ``out`` takes the levels by a copy enqueued before the wait, and an ``out="device"``
+        call allocates the next such call's array (allocating costs the host about as much as
+        the deliver pass costs the GPU)."""
         cp = self._cp
-        self._graph_seed[1][0] = internal  # type: ignore[index]
+        fresh, refill = None, False
+        dst = self._user_levels.data.ptr if self._reorders else 0  # the engine's own buffer
+        if isinstance(out, str) and out == "device":
+            fresh, refill, self._spare = self._spare, True, None
+            if fresh is None:
+                fresh = cp.empty(self.n, dtype=cp.int32)
+            dst = fresh.data.ptr
+        elif isinstance(out, cp.ndarray) and self._direct(out):
+            dst, fresh = out.data.ptr, out
+        self._call_slot[0] = internal
+        self._call_slot[1] = dst
         graph()
-        levels, stream = self._levels(), cp.cuda.get_current_stream()
-        fresh = None
-        if isinstance(out, str) and out == "device":  # a plain copy: CuPy's copy() costs more
-            fresh = cp.empty(self.n, dtype=cp.int32)
-            copy_async(cp, fresh.data.ptr, levels.data.ptr, levels.nbytes, stream)
+        stream = cp.cuda.get_current_stream()
+        if refill:  # the next out="device" call's array, allocated while the GPU works
+            self._spare = cp.empty(self.n, dtype=cp.int32)
         elif isinstance(out, np.ndarray) and not staged:  # a pinned out
+            levels = self._levels()
             copy_async(cp, out.ctypes.data, levels.data.ptr, levels.nbytes, stream)
         stream.synchronize()
         self._check_ctl(user, 1)
@@ -126,3 +167,30 @@ class CallCapture:
                 np.copyto(out, self._host_levels)
             return out
         return self._deliver(out)
+
+    def _staged(self, out: Any) -> bool:
+        """Whether the levels reach ``out`` through the engine's pinned buffer: for None and
+        pageable NumPy arrays (a pinned one takes them directly, the device ones on the GPU)."""
+        return out is None or (isinstance(out, np.ndarray) and not is_pinned(self._cp, out))
+
+    def _levels(self) -> Any:
+        """The device array that holds the last call's levels in the user's ids."""
+        return self._state["levels"] if self._user_levels is None else self._user_levels
+
+    def _deliver(self, out: Any) -> Any:
+        """The last call's levels as ``out`` asks (checked by :meth:`_check_out`)."""
+        levels = self._levels()
+        if isinstance(out, str):
+            return levels.copy() if out == "device" else levels
+        if out is None:
+            levels.get(out=self._host_levels)
+            return self._host_levels.copy()
+        if isinstance(out, self._cp.ndarray):
+            out[...] = levels
+            return out
+        if not self._staged(out):  # pinned: straight into it
+            levels.get(out=out)
+            return out
+        levels.get(out=self._host_levels)
+        np.copyto(out, self._host_levels)
+        return out
