@@ -14,6 +14,7 @@ from random_graphs import make_directed, make_grid, make_power_law
 
 import blest
 from blest.codegen.spec import VariantSpec
+from blest.defaults import SIGMAS
 from blest.errors import ConfigError, GPUUnavailableError
 from blest.graph.core import Graph
 from blest.graph.ordering import compute_ordering
@@ -554,6 +555,63 @@ def test_a_short_budget_picks_within_5_percent_of_a_long_one(budget):
                             == 128 else 16, src) for src in range(200, 264)])  # fmt: skip
         assert clock.t < b * 1.1 and s.confirm_rounds >= 1
     assert picks[budget] <= picks[60.0] * 1.05
+
+
+def _eager_cost(c, eta, sq, src):
+    """delaunay-like: ~2 ms traversals where the eager update is 20% faster than any lazy
+    variant (no switching helps); a per-source spread of +-5%."""
+    t = 2.0 * (0.8 if c.spec.update == "eager" else 1.0)
+    t *= {8: 1.0, 16: 0.98, 32: 0.97, 4: 1.04}[c.spec.sigma]
+    t *= 1.0 + 0.5 * (c.spec.launch != "persistent")
+    return t * (0.95 + 0.1 * ((src * 7919) % 13) / 12)
+
+
+def test_each_family_is_screened_early():
+    """Within a sigma, the coarse pass tries the eager update second (after the paper's lazy
+    variant with switching), not after every lazy variant: at the demo's budget, a landscape
+    where eager wins is picked as at 60 s (the lazy-first order never reached eager at 20 s)."""
+    assert [s.update for s in persistent_specs((8,))][:2] == ["lazy", "eager"]
+    assert persistent_specs((8,))[2].expand == "csr"
+    means = {}
+    for b in (20.0, 60.0):
+        s, _, clock = _search(budget=b, confirm=range(100, 116), cost=_eager_cost,
+                              build_s=0.1, call_s=0.003)  # fmt: skip
+        s.run(coarse_candidates(["natural", "rcm"], SIGMAS))
+        pick = s.pick().candidate
+        means[b] = np.mean([_eager_cost(pick, 0, 0, src) for src in range(200, 264)])
+        assert pick.spec.update == "eager" and clock.t < b * 1.1
+    assert means[20.0] <= means[60.0] * 1.05
+
+
+def test_budget_left_after_a_pass_goes_to_the_untried_candidates(monkeypatch):
+    """When screen, refinement and confirmation end early, a second pass takes the coarse
+    candidates the screen never reached, in the rest of the budget: here the fastest variant
+    sits in the last family of the order, beyond what the first screen reaches."""
+    from blest.tuning import search as search_mod
+
+    def cost(c, eta, sq, src):
+        late = c.spec == VariantSpec(sigma=16, update="lazy", switching=False)
+        return _eager_cost(c, eta, sq, src) * (0.6 if late else 1.0)
+
+    def run(second_pass_before):
+        monkeypatch.setattr(search_mod, "SECOND_PASS_BEFORE", second_pass_before)
+        s, _, clock = _search(budget=20.0, confirm=range(100, 116), cost=cost,
+                              build_s=0.1, call_s=0.003)  # fmt: skip
+        coarse = coarse_candidates(["natural", "rcm"], (8, 16))
+        s.run(coarse)
+        screened = {t.candidate for t in s.results if t.stage == "coarse"}
+        return s, clock, screened, coarse
+
+    default = search_mod.SECOND_PASS_BEFORE
+    one, one_clock, one_screened, coarse = run(0.0)  # no second pass
+    two, two_clock, two_screened, _ = run(default)
+    assert len(one_screened) < len(coarse) and one_clock.t < 0.85 * 20.0
+    assert one_screened < two_screened and two_clock.t > one_clock.t
+    assert two_clock.t < 20.0 * 1.1
+    late = two.pick().candidate
+    assert (late.spec.sigma, late.spec.update, late.spec.switching) == (16, "lazy", False)
+    assert one.pick().candidate.spec.update == "eager"
+    assert two.confirmed and any(t.candidate == late for t in two.confirmed)
 
 
 def test_confirmation_overrules_tuning_sources_that_favour_a_candidate():

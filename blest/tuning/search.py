@@ -22,6 +22,12 @@ trims every stage a little instead of leaving a whole part of the space untried:
    sources), in rounds (each takes its turn; at most ``CONFIRM_ROUNDS``, fewer once one leads by
    more than the noise). The pick is the fastest on confirmation: not the candidate that a few
    tuning sources happened to favour.
+
+When the three stages end with budget to spare (the leaders' refinements and confirmation are
+often quick) and coarse candidates the screen never reached remain, a second pass runs the same
+three stages over those, in the rest of the budget, split by the same shares; its confirmation
+weighs the new leaders against the old ones, and replaces the first only when it completes a
+round.
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ SCREEN_SHARE, REFINE_SHARE = 0.5, 0.75
 SCREEN_SOURCES = 2
 #: Configurations confirmed, and the most rounds they get.
 CONFIRM_K, CONFIRM_ROUNDS = 3, 4
+#: A second pass over the coarse candidates left untried starts only before this budget share.
+SECOND_PASS_BEFORE = 0.85
 
 
 @dataclass
@@ -236,20 +244,28 @@ class Search:
         given, runs first and regardless of the budget)."""
         if baseline is not None:
             self.time_group([baseline], "paper", share=float("inf"))
-        self._screen(coarse)
-        self._refine()
-        self._confirm()
+        self._pass(coarse, 0.0)
+        rest = [c for c in dict.fromkeys(coarse) if c not in self._timed]
+        if rest and self._within(SECOND_PASS_BEFORE):
+            self._pass(rest, self.elapsed_s / self.budget_s)
         return self.results
 
-    def _screen(self, coarse: Sequence[Candidate]) -> None:
-        """Successive halving over ``coarse`` (in its order) within SCREEN_SHARE."""
+    def _pass(self, coarse: Sequence[Candidate], start: float) -> None:
+        """Screen, refine and confirm in the budget left after share ``start``."""
+        left = 1.0 - start
+        self._screen(coarse, start + SCREEN_SHARE * left)
+        self._refine(start + REFINE_SHARE * left)
+        self._confirm()
+
+    def _screen(self, coarse: Sequence[Candidate], share: float) -> None:
+        """Successive halving over ``coarse`` (in its order) within ``share``."""
         pool = list(dict.fromkeys(coarse))
         count = min(SCREEN_SOURCES, len(self.sources))
-        while pool and self._within(SCREEN_SHARE):
+        while pool and self._within(share):
             for c in pool:
-                if not self._within(SCREEN_SHARE):
+                if not self._within(share):
                     break
-                self.time_group([c], "coarse", SCREEN_SHARE, upto=count)
+                self.time_group([c], "coarse", share, upto=count)
             ran = [self._timed[c] for c in pool if self.runs(c) >= count]
             if count >= len(self.sources) or len(ran) <= self.top_k:
                 return
@@ -257,26 +273,28 @@ class Search:
             pool = [t.candidate for t in ran[: max(self.top_k, (len(ran) + 1) // 2)]]
             count = min(2 * count, len(self.sources))
 
-    def _refine(self) -> None:
+    def _refine(self, share: float) -> None:
         """The leaders on every tuning source, then their eta grid, small-queue thresholds and
-        per-level launch, within REFINE_SHARE."""
+        per-level launch, within ``share``."""
         for t in self.best(self.top_k):
-            self.time_group([t.candidate], "coarse", REFINE_SHARE)
+            self.time_group([t.candidate], "coarse", share)
         for t in self.best(self.top_k):
-            self.time_group(eta_variants(t.candidate), "eta", REFINE_SHARE)
+            self.time_group(eta_variants(t.candidate), "eta", share)
         for t in self.best(self.top_k):
-            self.time_group(small_queue_variants(t.candidate), "small_queue", REFINE_SHARE)
+            self.time_group(small_queue_variants(t.candidate), "small_queue", share)
         if self.per_level:
             for t in self.best(self.top_k):
                 pl = per_level_variant(t.candidate)
                 if pl is not None:
-                    self.time_one(pl, "per_level", REFINE_SHARE)
+                    self.time_one(pl, "per_level", share)
 
     def _confirm(self) -> None:
         """The best configuration of each of the CONFIRM_K best (ordering, sigma, geometry)
-        groups (the block launch a group apart) on the confirmation sources, in rounds."""
+        groups (the block launch a group apart) on the confirmation sources, in rounds. A later
+        call replaces the earlier confirmation only when it completes a round."""
         if not self.confirm_sources:
             return
+        earlier, rounds_before = self.confirmed, self.confirm_rounds
         full = len(self.sources) * self.repeats
         contenders: list[Candidate] = []
         groups: set[tuple] = set()  # one per (ordering, sigma, geometry): those err together
@@ -292,9 +310,13 @@ class Search:
         for _ in range(CONFIRM_ROUNDS if len(contenders) > 1 else 1):
             if not self._within(1.0):
                 break
+            complete = True  # every contender measured in this round
             for c in contenders:
-                if not self._within(1.0) or timed[c].error:
+                if timed[c].error:
                     continue
+                if not self._within(1.0):
+                    complete = False
+                    break
                 self.progress(f"confirming {c.label}")
                 try:
                     engine = self.make_engine(replace(c, small_queue=None))
@@ -305,9 +327,13 @@ class Search:
                         engine.close()
                 except Exception as exc:
                     timed[c].error = _describe(exc)
+            if not complete:
+                break
             self.confirm_rounds += 1
             if _clear_leader([t for t in timed.values() if t.ok]):
                 break
+        if earlier and self.confirm_rounds == rounds_before:
+            return  # no full round: the new contenders were not all measured
         self.confirmed = [t for t in timed.values() if t.times_ms or t.error]
 
     def pick(self, eligible: Callable[[Candidate], bool] = lambda c: True) -> Timed | None:
