@@ -63,24 +63,14 @@ def tune_one(name: str, out: Path, budget: float, work: Path) -> dict:
 
 def whole_call(config: Path, name: str) -> dict[str, float]:
     """Means over the protocol sources of the tuned engine's whole ``bfs(src, out="device")``
-    (host wall clock, GPU synchronized) and of its traversal (``stats``)."""
-    import cupy as cp
-
+    and of its traversal, timed as ``blest bench`` times them."""
     from blest import load_tuned
-    from blest.tuning.protocol import timing_sources, warm_up
+    from blest.tuning.protocol import bench_engine, timing_sources
 
-    sources = timing_sources(anchor_graph(name))
+    graph = anchor_graph(name)
     with load_tuned(config) as eng:
-        warm_up(eng, int(sources[0]))
-        walls, travs = [], []
-        for src in sources:
-            cp.cuda.Device().synchronize()
-            t0 = time.perf_counter()
-            eng.bfs(int(src), out="device")
-            cp.cuda.Device().synchronize()
-            walls.append((time.perf_counter() - t0) * 1e3)
-            travs.append(eng.stats.traversal_ms)
-    return {"whole_ms": sum(walls) / len(walls), "traversal_ms": sum(travs) / len(travs)}
+        row = bench_engine(eng, graph, timing_sources(graph), name)
+    return {"whole_ms": row.whole_call_ms, "traversal_ms": row.traversal_ms}
 
 
 def _ms(x: float | None) -> str:

@@ -4,9 +4,9 @@ Launched one by one, a call is several driver calls (the init kernel, two timing
 traversal, the user-id pass, the control-block copy), each a few microseconds of host work that
 the GPU waits for in turn (``benchmarks/NOTES.md``, "The whole call"). Captured from a private
 stream into a graph, the same work is one launch. What changes from call to call (the seed,
-where the levels go) travels through pinned host memory that the kernels read when the graph
-runs, so the graph itself never changes; the pointers it holds are the engine's, fixed for its
-life.
+where the levels go) travels through pinned host memory that the graph's first node copies
+to the device when the graph runs, so the graph itself never changes; the pointers it holds are
+the engine's, fixed for its life.
 
 The timing events are recorded as graph nodes (``cuEventRecordWithFlags`` with the external
 flag): a plain event record inside a capture only orders the capture and takes no timestamp.

@@ -157,8 +157,8 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         self._call_slot = pinned_array(cp, 2, np.int64)
         self._spare = None
         self._slot = cp.zeros(2, dtype=cp.int64)
-        own = self._user_levels.data.ptr if self._reorders else 0
-        self._own_dst = cp.full(1, own, dtype=cp.uint64)
+        self._own_ptr = self._user_levels.data.ptr if self._reorders else 0
+        self._own_dst = cp.full(1, self._own_ptr, dtype=cp.uint64)
 
     def _bvss_buffers(self, prep: Prepared) -> tuple[dict[str, Any], dict[str, Any]]:
         """(graph arrays, traversal state) of the BVSS variants."""

@@ -52,6 +52,7 @@ class CallCapture:
     _call_slot: Any
     _spare: Any  # the next out="device" call's array, or None
     _slot: Any
+    _own_ptr: int  # where the levels of reordered graphs go by default (else 0)
     _user_levels: Any
     _device_id: int
     _events: tuple[Any, Any]
@@ -139,7 +140,7 @@ class CallCapture:
         the deliver pass costs the GPU)."""
         cp = self._cp
         fresh, refill = None, False
-        dst = self._user_levels.data.ptr if self._reorders else 0  # the engine's own buffer
+        dst = self._own_ptr  # the engine's own buffer (0: levels stay where the kernel wrote)
         if isinstance(out, str) and out == "device":
             fresh, refill, self._spare = self._spare, True, None
             if fresh is None:
