@@ -6,7 +6,9 @@ Times ``bfs(src, out="device")`` (host clock, after a synchronize) and its
 ``stats.traversal_ms`` over the protocol's sources three ways: back to back; after sleeping
 ``--gap-ms``; after the host computed for ``--gap-ms`` (as a benchmark loop does when it checks
 each result on the CPU between calls); after a ``bfs(src)`` call with a host result, as
-``bench_engine`` runs one between its timed calls. Prints mean and median of both, in microseconds.
+``bench_engine`` runs one between its timed calls. First the same for an empty kernel's launch
+and synchronize, to tell the GPU's own wake-up from the engine's. Prints mean and median of
+both, in microseconds.
 """
 
 from __future__ import annotations
@@ -43,6 +45,21 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import cupy as cp
 
+    noop = cp.RawKernel('extern "C" __global__ void noop() {}', "noop")
+    print("empty kernel launch + synchronize, us: mean / median")
+    for label in GAPS[:3]:
+        walls = []
+        for _ in range(args.sources):
+            if label == "after sleep":
+                time.sleep(args.gap_ms / 1e3)
+            elif label == "after host work":
+                busy(args.gap_ms)
+            cp.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            noop((1,), (32,), ())
+            cp.cuda.Device().synchronize()
+            walls.append((time.perf_counter() - t0) * 1e6)
+        print(f"  {label:<16} {np.mean(walls):8.1f} {np.median(walls):8.1f}", flush=True)
     spec = next(s for s in variants() if s.name == args.variant)
     for name in args.graphs:
         graph = anchor_graph(name)

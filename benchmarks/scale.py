@@ -19,6 +19,7 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 from graphs import anchor_graph
 
 from blest.codegen.spec import variants
@@ -44,6 +45,35 @@ def static_bytes(prepared: Prepared) -> dict[str, int]:
         "bvss_bytes": int(prepared.bvss.gpu_bytes),
         "out_csr_bytes": int(out.indptr.nbytes + out.indices.nbytes),
         "in_csr_bytes": int(prepared.in_ptr.nbytes + prepared.in_idx.nbytes),
+    }
+
+
+def gpu_name() -> str:
+    import cupy as cp
+
+    name = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def timeline(prepared: Prepared, spec_name: str, eta: float, src: int) -> dict:
+    """Per-level ms and direction of one traversal (``record_levels``) of the given variant."""
+    spec = next(s for s in variants() if s.name == spec_name)
+    geometry = Geometry(1024, 1, None, 0)
+    with make_engine(
+        prepared, spec, eta=eta, geometry=geometry, device="gpu", record_levels=True
+    ) as eng:
+        eng.bfs(src)
+        levels = eng.bfs(src)
+        times, bottom_up = eng.level_times_ms()
+        stages = eng.stage_times_ms()
+    widths = np.bincount(levels[levels >= 0]) if (levels >= 0).any() else np.zeros(0)
+    return {
+        "variant": spec_name,
+        "source": src,
+        "level_ms": [float(t) for t in times],
+        "bottom_up_levels": [int(b) for b in bottom_up],
+        "stage_ms": None if stages is None else stages.tolist(),
+        "widths": [int(w) for w in widths],
     }
 
 
@@ -75,7 +105,7 @@ def run_graph(name: str, args: argparse.Namespace) -> list[dict]:
                     prepared, spec, eta=eta, geometry=Geometry(1024, 1, None, 0), device="gpu"
                 ) as eng:
                     row = bench_engine(eng, graph, sources, name).to_dict()
-                row.update(base, **prep, gpu=cp.cuda.runtime.getDeviceProperties(0)["name"])
+                row.update(base, **prep, gpu=gpu_name(), eta=eta)
                 row["bvss_bytes_per_arc"] = prep["bvss_bytes"] / graph.nnz
                 row["in_csr_bytes_per_arc"] = prep["in_csr_bytes"] / graph.nnz
                 rows.append(row)
@@ -86,6 +116,16 @@ def run_graph(name: str, args: argparse.Namespace) -> list[dict]:
                     f" BVSS {row['bvss_bytes_per_arc']:.2f} B/arc",
                     flush=True,
                 )
+        if args.levels:
+            mine = [r for r in rows if r["sigma"] == sigma]
+            best = min(mine, key=lambda r: r["traversal_ms"])
+            line = timeline(prepared, best["variant"], best["eta"], int(sources[0]))
+            best["timeline"] = line
+            steps = ", ".join(
+                f"{t * 1e3:.0f}{'b' if i in line['bottom_up_levels'] else ''}/{w}"
+                for i, (t, w) in enumerate(zip(line["level_ms"], line["widths"], strict=False))
+            )
+            print(f"  levels of {best['variant']} (us, b = bottom-up / width): {steps}")
         del prepared
         cp.get_default_memory_pool().free_all_blocks()
     return rows
@@ -99,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eta", type=float, nargs="+", default=[DEFAULT_ETA])
     ap.add_argument("--ordering", default="jaccard", choices=["jaccard", "rcm", "natural"])
     ap.add_argument("--sources", type=int, default=64)
+    ap.add_argument("--levels", action="store_true", help="per-level timeline of each best")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     rows: list[dict] = []
