@@ -3,8 +3,9 @@ over the protocol sources and the per-level stage split of one source, for each 
 
     python3 benchmarks/probe_patches.py urand-20,kron-21 s8_lazy_csr_switch_pers base,nofilter
 
-The patches (PATCHES) are experiments on the CUDA-core top-down of expand="csr"; a patch whose
-text is not in the source stops the run.
+The patches (PATCHES) are experiments on the CUDA-core top-down of expand="csr" and on the
+bottom-up step (``bu_*``); a patch whose text is not in the source stops the run. Each patched
+kernel's registers and local (spilled) bytes are printed beside it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,21 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "steps8": [("#define ARC_STEPS 4", "#define ARC_STEPS 8")],
     "steps2": [("#define ARC_STEPS 4", "#define ARC_STEPS 2")],
     "span4": [("span = span < 32 ? span : 32;", "span = span < 4 ? span : 4;")],
+    "bu_arcs1": [("#define BOTTOM_UP_ARCS 4", "#define BOTTOM_UP_ARCS 1")],
+    "bu_arcs2": [("#define BOTTOM_UP_ARCS 4", "#define BOTTOM_UP_ARCS 2")],
+    "bu_arcs8": [("#define BOTTOM_UP_ARCS 4", "#define BOTTOM_UP_ARCS 8")],
+    "bu_words2": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 2")],
+    "bu_words8": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 8")],
 }
+
+
+def resources(function) -> str:
+    """Registers and local (spilled) bytes a thread of the loaded kernel uses."""
+    import cupy as cp
+
+    attr = cp.cuda.driver.funcGetAttribute
+    regs, local = attr(4, function.ptr), attr(3, function.ptr)  # NUM_REGS, LOCAL_SIZE_BYTES
+    return f"regs {regs}, local bytes {local}"
 
 
 def patched(render, key: str):
@@ -55,6 +70,7 @@ def main() -> None:
             print(f"-- {key}", flush=True)
             time_variants(b, specs, 10.0, [(1024, 1, 0)])
             with b.engine(specs[0], 10.0, (1024, 1, 0), record_levels=True) as eng:
+                print("   " + resources(eng._kernels["bfs"].function))
                 eng.bfs(int(b.sources[0]))
                 eng.bfs(int(b.sources[0]))
                 stages = eng.stage_times_ms() * 1e3
