@@ -16,6 +16,7 @@ import sys
 from run import Bench, _by_name, time_variants
 
 import blest.codegen.render  # noqa: F401  (the module, not the function it exports)
+import blest.runtime.engine as ENGINE
 
 RENDER = sys.modules["blest.codegen.render"]
 
@@ -66,16 +67,22 @@ def main() -> None:
     for name in args.graphs.split(","):
         b = Bench.load(name, 64)
         for key in args.patches.split(","):
-            RENDER.render = patched(original, key)
+            # The engine binds ``render`` at import: patch its name too (before session 13 only
+            # the module's was patched, so the engine compiled the unpatched source).
+            RENDER.render = ENGINE.render = patched(original, key)
             print(f"-- {key}", flush=True)
             time_variants(b, specs, 10.0, [(1024, 1, 0)])
+            if PATCHES[key]:
+                with b.engine(specs[0], 10.0, (1024, 1, 0)) as eng:
+                    if PATCHES[key][0][1] not in eng.source:
+                        raise SystemExit(f"patch {key!r} did not reach the engine's source")
             with b.engine(specs[0], 10.0, (1024, 1, 0), record_levels=True) as eng:
                 print("   " + resources(eng._kernels["bfs"].function))
                 eng.bfs(int(b.sources[0]))
                 eng.bfs(int(b.sources[0]))
                 stages = eng.stage_times_ms() * 1e3
             print("   stages us:", " | ".join(f"{a:.1f}/{c:.1f}" for a, c in stages), flush=True)
-        RENDER.render = original
+        RENDER.render = ENGINE.render = original
 
 
 if __name__ == "__main__":
