@@ -6,6 +6,11 @@ traversal launch(es) after the per-source init, mean over the sources, after 0.2
 calls per engine. Whole-call time = host
 wall clock of ``bfs(src, out="device")`` (init + traversal + user-id levels, synchronized);
 host copy = the device-to-host copy of the levels through the pinned staging buffer.
+
+Whole calls are timed back to back, the results checked afterwards: a GPU left idle for a few
+milliseconds (while the host checks a result, say) takes 50-90 us longer over its next launch,
+an empty kernel's included (benchmarks/NOTES.md, session 13). That wake-up belongs to the GPU,
+not to the call; a host copy is timed after an untimed call that wakes it.
 GTEPS = edges of the reached part / traversal time, where an undirected edge counts once and a
 directed arc once (Graph500's convention for undirected graphs).
 
@@ -99,23 +104,21 @@ def bench_engine(engine: Any, graph: Graph, sources: np.ndarray, name: str) -> B
     import cupy as cp
 
     warm_up(engine, int(sources[0]))
+    srcs = [int(s) for s in sources]
     trav, whole, copy, teps, depth, bottom = [], [], [], [], [], []
-    for src in sources:
-        src = int(src)
-        cp.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        dev = engine.bfs(src, out="device")
-        cp.cuda.Device().synchronize()
-        whole.append((time.perf_counter() - t0) * 1e3)
+    for src in srcs:
+        whole.append(_timed_device_call(engine, src))
         stats = engine.stats
         trav.append(stats.traversal_ms)
         depth.append(stats.depth)
         bottom.append(len(stats.bottom_up_levels))
+    for i, src in enumerate(srcs):
+        engine.bfs(src, out="device")  # untimed: wakes the GPU after the previous check
+        cp.cuda.Device().synchronize()
         t0 = time.perf_counter()
         host = engine.bfs(src)  # the same traversal again, plus the host copy
-        copy.append(max(0.0, (time.perf_counter() - t0) * 1e3 - whole[-1]))
-        del dev
-        teps.append(edges_reached(graph, host) / (stats.traversal_ms * 1e-3) / 1e9)
+        copy.append(max(0.0, (time.perf_counter() - t0) * 1e3 - whole[i]))
+        teps.append(edges_reached(graph, host) / (trav[i] * 1e-3) / 1e9)
     return BenchRow(
         graph=name,
         variant=engine.spec.name,
@@ -209,22 +212,15 @@ class BenchSamples:
         return bench_statistics(self.traversal_ms, self.whole_call_ms, self.edges)
 
 
-def _one_call(engine: Any, src: int, gpu: bool) -> tuple[float, float, np.ndarray]:
-    """(whole-call ms, traversal ms, host levels) of one source; on a GPU the call is timed
-    with ``out="device"`` and the levels come from a second call."""
-    if not gpu:
-        t0 = time.perf_counter()
-        levels = engine.bfs(src)
-        return (time.perf_counter() - t0) * 1e3, float(engine.stats.traversal_ms), levels
+def _timed_device_call(engine: Any, src: int) -> float:
+    """Host milliseconds of one synchronized ``bfs(src, out="device")``."""
     import cupy as cp
 
     cp.cuda.Device().synchronize()
     t0 = time.perf_counter()
     engine.bfs(src, out="device")
     cp.cuda.Device().synchronize()
-    whole = (time.perf_counter() - t0) * 1e3
-    traversal = float(engine.stats.traversal_ms)
-    return whole, traversal, engine.bfs(src)
+    return (time.perf_counter() - t0) * 1e3
 
 
 def time_sources(
@@ -246,14 +242,24 @@ def time_sources(
     else:
         engine.bfs(srcs[0])
     out = BenchSamples(srcs, [], [], [], [], [])
-    for i, src in enumerate(srcs):
-        if progress is not None:
-            progress(f"source {i + 1}/{len(srcs)}: {src}")
-        whole, traversal, levels = _one_call(engine, src, gpu)
-        out.whole_call_ms.append(whole)
-        out.traversal_ms.append(traversal)
+
+    def check(src: int, levels: np.ndarray) -> None:
         out.depth.append(int(levels.max()))
         out.edges.append(edges_reached(graph, levels))
         if verify and not np.array_equal(levels, bfs_levels(graph, src)):
             out.differs.append(src)
+
+    for i, src in enumerate(srcs):
+        if progress is not None:
+            progress(f"source {i + 1}/{len(srcs)}: {src}")
+        if gpu:  # timed back to back; the levels are checked after the loop
+            out.whole_call_ms.append(_timed_device_call(engine, src))
+        else:
+            t0 = time.perf_counter()
+            levels = engine.bfs(src)
+            out.whole_call_ms.append((time.perf_counter() - t0) * 1e3)
+            check(src, levels)
+        out.traversal_ms.append(float(engine.stats.traversal_ms))
+    for src in srcs if gpu else ():
+        check(src, engine.bfs(src))
     return out
