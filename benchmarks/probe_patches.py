@@ -27,7 +27,7 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "steps8": [("#define ARC_STEPS 4", "#define ARC_STEPS 8")],
     "steps2": [("#define ARC_STEPS 4", "#define ARC_STEPS 2")],
     "span4": [("span = span < 32 ? span : 32;", "span = span < 4 ? span : 4;")],
-    "light_nofilter": [("#define FILTER_LIGHT 1", "#define FILTER_LIGHT 0")],
+    "light_filter": [("#define FILTER_LIGHT 0", "#define FILTER_LIGHT 1")],
     "bu_arcs2": [("#define BOTTOM_UP_ARCS 1", "#define BOTTOM_UP_ARCS 2")],
     "bu_arcs4": [("#define BOTTOM_UP_ARCS 1", "#define BOTTOM_UP_ARCS 4")],
     "bu_arcs8": [("#define BOTTOM_UP_ARCS 1", "#define BOTTOM_UP_ARCS 8")],
