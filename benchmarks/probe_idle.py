@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 from graphs import anchor_graph
+from run import _by_name
 
-from blest.codegen.spec import variants
 from blest.graph.prepared import Prepared
 from blest.runtime.factory import make_engine
 from blest.runtime.protocol import Geometry
@@ -36,6 +36,16 @@ def busy(ms: float) -> None:
 GAPS = ("back to back", "after sleep", "after host work", "after a host call")
 
 
+def gap(label: str, ms: float, host_call=None) -> None:
+    """Leave the GPU idle as ``label`` says (``host_call``: the call "after a host call" runs)."""
+    if label == "after sleep":
+        time.sleep(ms / 1e3)
+    elif label == "after host work":
+        busy(ms)
+    elif label == "after a host call":
+        host_call()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("graphs", nargs="+")
@@ -50,17 +60,14 @@ def main(argv: list[str] | None = None) -> int:
     for label in GAPS[:3]:
         walls = []
         for _ in range(args.sources):
-            if label == "after sleep":
-                time.sleep(args.gap_ms / 1e3)
-            elif label == "after host work":
-                busy(args.gap_ms)
+            gap(label, args.gap_ms)
             cp.cuda.Device().synchronize()
             t0 = time.perf_counter()
             noop((1,), (32,), ())
             cp.cuda.Device().synchronize()
             walls.append((time.perf_counter() - t0) * 1e6)
         print(f"  {label:<16} {np.mean(walls):8.1f} {np.median(walls):8.1f}", flush=True)
-    spec = next(s for s in variants() if s.name == args.variant)
+    spec = _by_name(args.variant)
     for name in args.graphs:
         graph = anchor_graph(name)
         sources = timing_sources(graph, args.sources)
@@ -72,12 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             for label in GAPS:
                 whole, trav = [], []
                 for src in sources:
-                    if label == "after sleep":
-                        time.sleep(args.gap_ms / 1e3)
-                    elif label == "after host work":
-                        busy(args.gap_ms)
-                    elif label == "after a host call":
-                        eng.bfs(int(src))
+                    gap(label, args.gap_ms, lambda s=int(src): eng.bfs(s))
                     cp.cuda.Device().synchronize()
                     t0 = time.perf_counter()
                     dev = eng.bfs(int(src), out="device")

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 from graphs import anchor_graph
+from run import _by_name
 
-from blest.codegen.spec import variants
+from blest.codegen.toolchain import require_gpu
 from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA, JACCARD_WINDOW
 from blest.graph.prepared import Prepared
 from blest.runtime.factory import make_engine
@@ -48,16 +49,9 @@ def static_bytes(prepared: Prepared) -> dict[str, int]:
     }
 
 
-def gpu_name() -> str:
-    import cupy as cp
-
-    name = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"]
-    return name.decode() if isinstance(name, bytes) else str(name)
-
-
 def timeline(prepared: Prepared, spec_name: str, eta: float, src: int) -> dict:
     """Per-level ms and direction of one traversal (``record_levels``) of the given variant."""
-    spec = next(s for s in variants() if s.name == spec_name)
+    spec = _by_name(spec_name)
     geometry = Geometry(1024, 1, None, 0)
     with make_engine(
         prepared, spec, eta=eta, geometry=geometry, device="gpu", record_levels=True
@@ -92,7 +86,7 @@ def run_graph(name: str, args: argparse.Namespace) -> list[dict]:
     base["ordering_s"] = time.perf_counter() - t0
     print(f"{name}: n={graph.n:,} arcs={graph.nnz:,} {base}", flush=True)
     sources = timing_sources(graph, args.sources)
-    specs = [next(s for s in variants() if s.name == v) for v in args.variants.split(",")]
+    specs = [_by_name(v) for v in args.variants.split(",")]
     rows: list[dict] = []
     for sigma in sorted({s.sigma for s in specs}):
         t0 = time.perf_counter()
@@ -105,7 +99,7 @@ def run_graph(name: str, args: argparse.Namespace) -> list[dict]:
                     prepared, spec, eta=eta, geometry=Geometry(1024, 1, None, 0), device="gpu"
                 ) as eng:
                     row = bench_engine(eng, graph, sources, name).to_dict()
-                row.update(base, **prep, gpu=gpu_name(), eta=eta)
+                row.update(base, **prep, gpu=require_gpu()[2], eta=eta)
                 row["bvss_bytes_per_arc"] = prep["bvss_bytes"] / graph.nnz
                 row["in_csr_bytes_per_arc"] = prep["in_csr_bytes"] / graph.nnz
                 rows.append(row)
