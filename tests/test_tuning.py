@@ -37,11 +37,13 @@ from blest.tuning.space import (
     ETA_GRID,
     GEOMETRIES,
     HOPPER_SMEM_LIMIT,
+    REFINE_GEOMETRIES,
     SMALL_QUEUES,
     Candidate,
     block_fits,
     coarse_candidates,
     eta_variants,
+    geometry_variants,
     paper_candidate,
     per_level_variant,
     persistent_specs,
@@ -354,6 +356,11 @@ def test_space():
     assert paper_candidate("rcm", 100.0, True).spec == VariantSpec(update="eager", switching=False)
     assert Candidate.from_dict(sw.to_dict()) == sw
     assert "eta=off" in replace(sw, eta=0.0).label
+    shapes = {(c.block_size, c.blocks_per_sm) for c in geometry_variants(sw)}
+    assert shapes == set(GEOMETRIES + REFINE_GEOMETRIES) - {(sw.block_size, sw.blocks_per_sm)}
+    assert all(replace(g, block_size=sw.block_size, blocks_per_sm=sw.blocks_per_sm) == sw
+               for g in geometry_variants(sw))  # fmt: skip
+    assert geometry_variants(pl) == [] and geometry_variants(paper_candidate("rcm", 1.0, True))
 
 
 def test_space_holds_the_block_launch_where_its_bitmap_fits():
@@ -667,6 +674,33 @@ def test_search_picks_the_block_launch_where_it_is_fastest():
     assert all(e.closed for e in engines)
     refined = [t.candidate for t in s.results if t.stage in ("eta", "small_queue", "per_level")]
     assert all(c.spec.launch != "block" for c in refined)  # the block launch has no knobs
+
+
+def test_refinement_finds_a_geometry_the_screen_never_runs():
+    """A small-social-graph landscape (benchmarks/NOTES.md, session 14): one block of 512
+    threads per SM is 30% faster than either coarse geometry. The refinement tries the leaders
+    in every geometry, and their small-queue thresholds then run in the winning one."""
+
+    def cost(c, eta, sq, src):
+        t = {(512, 1): 0.036, (256, 1): 0.039, (128, 1): 0.05}.get(
+            (c.block_size, c.blocks_per_sm), 0.052
+        )
+        t *= 1.0 if c.spec.update == "eager" else 1.6
+        t *= 1.0 + 0.02 * (c.spec.sigma != 32) + 0.01 * (c.spec.switching and eta != 20.0)
+        return t
+
+    s, engines, _ = _search(budget=60.0, cost=cost, confirm=range(100, 116))
+    coarse = coarse_candidates(["natural"])
+    assert {(c.block_size, c.blocks_per_sm) for c in coarse}.isdisjoint(REFINE_GEOMETRIES)
+    s.run(coarse)
+    best = s.pick().candidate
+    assert (best.block_size, best.blocks_per_sm, best.spec.update) == (512, 1, "eager")
+    assert {"geometry"} <= {t.stage for t in s.results}
+    assert all(e.closed for e in engines)
+    geo = [t.candidate for t in s.results if t.stage == "geometry"]
+    assert all(c.spec.launch == "persistent" for c in geo)
+    sq = [t.candidate for t in s.results if t.stage == "small_queue"]
+    assert any((c.block_size, c.blocks_per_sm) == (512, 1) for c in sq)
 
 
 def test_held_out_summary_and_noise():

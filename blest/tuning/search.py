@@ -14,8 +14,9 @@ trims every stage a little instead of leaving a whole part of the space untried:
    mid-round leaves a balanced sample; the faster half then runs on twice as many sources, and
    so on, until ``top_k`` remain or every tuning source has run. Candidates are ranked on the
    sources they all ran.
-2. *refine* (to ``REFINE_SHARE``): the leaders run on every tuning source, then their eta grid,
-   small-queue thresholds and per-level launch.
+2. *refine* (to ``REFINE_SHARE``): the leaders run on every tuning source, then in the other
+   launch geometries, then the leaders (by then perhaps in another geometry) get their eta
+   grid, small-queue thresholds and per-level launch.
 3. *confirm* (the rest): the best configuration of each of the ``CONFIRM_K`` fastest (ordering,
    sigma, geometry) groups (the block launch a group apart) runs on confirmation sources, drawn
    apart from the tuning and held-out ones (variants of one group tend to err together on a few
@@ -43,6 +44,7 @@ import numpy as np
 from blest.tuning.space import (
     Candidate,
     eta_variants,
+    geometry_variants,
     per_level_variant,
     small_queue_variants,
 )
@@ -274,10 +276,13 @@ class Search:
             count = min(2 * count, len(self.sources))
 
     def _refine(self, share: float) -> None:
-        """The leaders on every tuning source, then their eta grid, small-queue thresholds and
-        per-level launch, within ``share``."""
+        """The leaders on every tuning source, then in the other geometries, then the leaders'
+        eta grid, small-queue thresholds and per-level launch, within ``share``."""
         for t in self.best(self.top_k):
             self.time_group([t.candidate], "coarse", share)
+        for t in self.best(self.top_k):
+            for g in geometry_variants(t.candidate):
+                self.time_one(g, "geometry", share)
         for t in self.best(self.top_k):
             self.time_group(eta_variants(t.candidate), "eta", share)
         for t in self.best(self.top_k):

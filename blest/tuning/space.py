@@ -1,11 +1,12 @@
 """The tuner's search space: candidates = ordering × VariantSpec × eta × launch geometry.
 
 The coarse candidates are every persistent variant of the allowed sigmas at eta = 10, in both
-geometries, for every ordering, and, where the graph's visited bitmap fits in one block's
-shared memory, the block launch (one block of 256, 512 or 1024 threads, and on GPUs with
-thread-block clusters one cluster of 16 blocks of 512); refinement adds, on
-the best few, the eta grid (switching variants), the small-queue threshold (persistent
-variants) and the per-level launch (:mod:`blest.tuning.search` runs the stages).
+coarse geometries, for every ordering, and, where the graph's visited bitmap fits in one
+block's shared memory, the block launch (one block of 256, 512 or 1024 threads, and on GPUs
+with thread-block clusters one cluster of 16 blocks of 512); refinement adds, on the best few,
+the other geometries (persistent variants), the eta grid (switching variants), the small-queue
+threshold (persistent variants) and the per-level launch (:mod:`blest.tuning.search` runs the
+stages).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "COARSE_ETA",
     "ETA_GRID",
     "GEOMETRIES",
+    "REFINE_GEOMETRIES",
     "BLOCK_GEOMETRIES",
     "CLUSTER_GEOMETRIES",
     "HOPPER_SMEM_LIMIT",
@@ -34,6 +36,7 @@ __all__ = [
     "block_fits",
     "coarse_candidates",
     "eta_variants",
+    "geometry_variants",
     "small_queue_variants",
     "per_level_variant",
     "paper_candidate",
@@ -44,6 +47,11 @@ ETA_GRID = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 0.0)
 COARSE_ETA = DEFAULT_ETA
 #: (threads per block, blocks per SM or None for what the occupancy API allows)
 GEOMETRIES: tuple[tuple[int, int | None], ...] = ((256, None), (1024, 1))
+#: Geometries the refinement tries on the leaders: one block of 128 to 512 threads per SM. On
+#: graphs of a few thousand vertices a level's work is small and its barriers dominate; smaller
+#: blocks wait less at them (benchmarks/NOTES.md, session 14: twitch_FR 0.047 ms at 1024
+#: threads, 0.036 at 512; musae_facebook 0.092 at 1024, 0.064 at 256).
+REFINE_GEOMETRIES: tuple[tuple[int, int | None], ...] = ((512, 1), (256, 1), (128, 1))
 #: Threads of the one block of the block launch (launch="block").
 BLOCK_GEOMETRIES: tuple[int, ...] = (256, 512, 1024)  # 512: the fastest on luxembourg_osm
 #: (blocks per cluster, threads per block) of the block launch on a thread-block cluster: the
@@ -200,6 +208,20 @@ def eta_variants(c: Candidate) -> list[Candidate]:
     if not c.spec.switching:
         return []
     return [replace(c, eta=e) for e in ETA_GRID if e != c.eta]
+
+
+def geometry_variants(c: Candidate) -> list[Candidate]:
+    """The same persistent candidate in every other geometry of :data:`GEOMETRIES` and
+    :data:`REFINE_GEOMETRIES` (none for other launches: the block launch has its own sizes,
+    and the per-level launch is refined from a persistent leader)."""
+    if c.spec.launch != "persistent":
+        return []
+    own = (c.block_size, c.blocks_per_sm)
+    return [
+        replace(c, block_size=block, blocks_per_sm=bps)
+        for block, bps in GEOMETRIES + REFINE_GEOMETRIES
+        if (block, bps) != own
+    ]
 
 
 def small_queue_variants(c: Candidate) -> list[Candidate]:
