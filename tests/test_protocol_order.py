@@ -22,12 +22,15 @@ class RecordingEngine:
 
     def __init__(self, graph, log):
         self.graph, self.log = graph, log
+        self.timings = []  # (src, out, engine.timing) of every call
         self.spec = types.SimpleNamespace(name="recording")
         self.eta = 10.0
         self.stats = None
+        self.timing = True
 
     def bfs(self, src, out=None):
         self.log.append(("bfs", src, out))
+        self.timings.append((src, out, self.timing))
         levels = bfs_levels(self.graph, src)
         depth = int(levels.max())
         visited = int((levels >= 0).sum())
@@ -69,11 +72,22 @@ def check_back_to_back(log, sources):
         assert len(window) <= 1, window  # nothing but the timed call between synchronizes
 
 
+def check_untimed_whole_calls(engine, sources):
+    """Every source has a device call with events (the traversal) and one without (the whole
+    call), and the engine's timing is back as it was."""
+    for timing in (True, False):
+        calls = [s for s, out, t in engine.timings if out == "device" and t == timing]
+        assert set(sources) <= set(calls), timing
+    assert engine.timing is True
+
+
 def test_bench_engine_times_whole_calls_back_to_back(fake_cupy, rng):
     graph = make_power_law(rng, 200)
     sources = protocol.timing_sources(graph, 8)
-    row = protocol.bench_engine(RecordingEngine(graph, fake_cupy), graph, sources, "g")
+    engine = RecordingEngine(graph, fake_cupy)
+    row = protocol.bench_engine(engine, graph, sources, "g")
     check_back_to_back(fake_cupy, [int(s) for s in sources])
+    check_untimed_whole_calls(engine, [int(s) for s in sources])
     assert row.sources == len(sources)
     assert row.gteps > 0
 
@@ -81,10 +95,10 @@ def test_bench_engine_times_whole_calls_back_to_back(fake_cupy, rng):
 def test_time_sources_times_whole_calls_back_to_back(fake_cupy, rng):
     graph = make_power_law(rng, 200)
     sources = [int(s) for s in protocol.timing_sources(graph, 8)]
-    samples = protocol.time_sources(
-        RecordingEngine(graph, fake_cupy), graph, sources, gpu=True, verify=True
-    )
+    engine = RecordingEngine(graph, fake_cupy)
+    samples = protocol.time_sources(engine, graph, sources, gpu=True, verify=True)
     check_back_to_back(fake_cupy, sources)
+    check_untimed_whole_calls(engine, sources)
     assert samples.differs == []
     want = [int(bfs_levels(graph, s).max()) for s in sources]
     assert samples.depth == want

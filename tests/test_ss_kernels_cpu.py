@@ -15,6 +15,7 @@ import pytest
 from cuda_cpu import build, have_compiler, run, small_zoo
 
 from blest.codegen.contract import (
+    CALL_SLOT,
     CTL,
     CTL_WORDS,
     HUB_DEGREE,
@@ -53,16 +54,21 @@ def programs(tmp_path_factory):
     for spec in SPECS:
         params = [(p.ctype, p.name) for p in graph_params(spec) + state_params(spec)]
         names = kernel_names(spec)
-        launches = [
-            (names["init"], [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src")]),
-            (names["bfs"], [("int", "depth_limit"), ("double", "eta"),
-                            ("unsigned int", "small_queue")]),
-        ]  # fmt: skip
-        out[spec] = build(render(spec), launches, params, [], cache)
+        bfs = (names["bfs"], [("int", "depth_limit"), ("double", "eta"),
+                              ("unsigned int", "small_queue"), ("u32*", "ctl_out"),
+                              ("int", "fused")])  # fmt: skip
+        init = (names["init"], [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src")])
+        out[spec] = build(render(spec), [init, bfs], params, [], cache)
+        out[spec, "fused"] = build(render(spec), [bfs], params, [], cache)
     return out
 
 
-def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small: int):
+def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small: int,
+             fused: bool = False):  # fmt: skip
+    """Levels and control block of a traversal from ``src``: init, then the traversal kernel;
+    or, ``fused``, the traversal kernel alone, initializing from the control block's call slot
+    (the seed; no destination, so the levels stay in place) and copying the control block to
+    ``ctl_out`` at its end, as a captured untimed call runs it (returned as a third array)."""
     b, n = prep.bvss, prep.n
     words = (n + 31) // 32
     arrays = {
@@ -78,7 +84,12 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
     }
     scalars = {"n": n, "n_words": words, "n_vss": b.n_vss, "n_sets": b.n_slice_sets,
                "n_seeds": 1, "src": src, "depth_limit": -1, "eta": float(eta),
-               "small_queue": small}  # fmt: skip
+               "small_queue": small, "fused": int(fused)}  # fmt: skip
+    if fused:  # the call slot as the graph's first node leaves it; the rest poisoned
+        first, words_ = CALL_SLOT
+        arrays["ctl"][first : first + words_] = 0
+        arrays["ctl"][CTL["seed"]] = src
+        arrays["ctl_out"] = np.full(CTL_WORDS, 99, dtype=np.uint32)
     if spec.switching:
         arrays["in_ptr"] = np.asarray(prep.in_ptr, dtype=np.int64)
         arrays["in_idx"] = np.asarray(prep.in_idx, dtype=np.int32)
@@ -104,6 +115,8 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
                       hubs=packed.view(np.uint32), hub_queue=queue)  # fmt: skip
         scalars["max_hubs"] = hubs
     out = run(exe, arrays, scalars, THREADS, 0)
+    if fused:
+        return out["levels"], out["ctl"], out["ctl_out"]
     return out["levels"], out["ctl"]
 
 
@@ -117,6 +130,25 @@ def test_levels_match_scipy(programs, rng, spec):
             want = bfs_levels(graph, src)
             np.testing.assert_array_equal(levels, want, err_msg=f"{name} eta={eta} sq={small}")
             assert ctl[CTL["error"]] == 0
+            assert ctl[CTL["visited"]] == np.count_nonzero(want >= 0)
+            assert np.int32(ctl[CTL["depth"]]) == want.max()
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_one_launch_call_matches_scipy(programs, rng, spec):
+    """The traversal kernel alone (``fused``): init from the call slot, with every other
+    control word and buffer poisoned, then the levels, and the control block delivered to
+    ``ctl_out``, whose seed and destination words survive init."""
+    for name, graph in small_zoo(rng, 300).items():
+        prep = Prepared.from_graph(graph, spec.sigma)
+        for eta, small in ((2.0, 0), (0.0, 16)):
+            src = int(rng.choice(np.flatnonzero(graph.out_degree > 0)))
+            exe = programs[spec, "fused"]
+            levels, ctl, ctl_out = traverse(exe, spec, prep, src, eta, small, fused=True)
+            want = bfs_levels(graph, src)
+            np.testing.assert_array_equal(levels, want, err_msg=f"{name} eta={eta} sq={small}")
+            np.testing.assert_array_equal(ctl_out, ctl)
+            assert ctl[CTL["error"]] == 0 and ctl[CTL["seed"]] == src and ctl[CTL["dst"]] == 0
             assert ctl[CTL["visited"]] == np.count_nonzero(want >= 0)
             assert np.int32(ctl[CTL["depth"]]) == want.max()
 

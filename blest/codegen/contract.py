@@ -20,6 +20,7 @@ __all__ = [
     "CTL_FIELDS",
     "CTL",
     "CTL_WORDS",
+    "CALL_SLOT",
     "SLOT_FIELDS",
     "SLOT",
     "SLOT_WORDS",
@@ -56,7 +57,6 @@ CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("NEW", 4, 4, "[QUEUE_BUFFERS] |F_L| (vertices first reached at level L)"),
     CtlField("VISITED", 8, 1, "vertices visited so far"),
     CtlField("DEPTH", 9, 1, "the largest level assigned"),
-    CtlField("BARRIER_COUNT", 10, 2, "grid barrier: 64-bit monotonic arrival count"),
     CtlField("DONE", 12, 1, "per-level launch: set once the traversal has ended"),
     CtlField("LEVELS_RUN", 13, 1, "levels expanded (the L at which the traversal stopped)"),
     CtlField("ERROR", 14, 1, "nonzero: a grid barrier timed out (the traversal is void)"),
@@ -69,7 +69,15 @@ CTL_FIELDS: tuple[CtlField, ...] = (
         2 * 2,
         "[QUEUE_BUFFERS] expand=csr: u64 at 20 + 2 (L % 2), hubs of F_L << 40 | their out-arcs",
     ),
+    # The call slot: what a captured call's first node copies from page-locked host memory,
+    # three u64 side by side (so init never clears them: CALL_SLOT_WORDS).
+    CtlField("SEED", 24, 2, "captured calls: the seed (internal id, low word)"),
+    CtlField("DST", 26, 2, "captured calls: where the levels go (a device address; 0: stay)"),
+    CtlField("BARRIER_COUNT", 28, 2, "grid barrier: 64-bit monotonic arrival count"),
 )
+#: First word and length of the call slot {SEED, DST, BARRIER_COUNT}: one copy of 24 bytes
+#: sets a captured call's seed and destination and zeroes the grid barrier's count.
+CALL_SLOT = (24, 6)
 
 #: expand="csr": a vertex of more out-arcs is a hub, whose arcs every warp shares.
 HUB_DEGREE = 256

@@ -3,13 +3,15 @@ engine's side of :mod:`blest.runtime.call_graph`), the deliver pass every call e
 the delivery of the levels as ``out`` asks. Mixed into :class:`blest.runtime.engine.Engine`.
 
 A plain call is one source in range, no depth limit, no parents, on a persistent or block
-variant. Its work is captured at first use: a 16-byte copy of the call's slot from pinned host
-memory (the seed, and the destination of the levels: a fresh ``out="device"`` array, a CuPy
-``out``, or the engine's own buffer), init, the timed traversal, the deliver pass (the levels
-to that destination, the control block straight into pinned host memory, which a kernel
-writes in place under unified addressing), and for ``out=None`` or a pageable NumPy ``out`` a
-copy of the levels to the engine's pinned host buffer. So a call is one graph launch and one
-wait, and no result passes through a copy of its own. The graph holds the addresses of the
+variant. Its work is captured at first use: a 24-byte copy of the call's slot from pinned host
+memory (the seed, the destination of the levels: a fresh ``out="device"`` array, a CuPy
+``out``, or the engine's own buffer; and a zero for the grid barrier's count), init, the timed
+traversal, the deliver pass (the levels to that destination, the control block straight into
+pinned host memory, which a kernel writes in place under unified addressing), and for
+``out=None`` or a pageable NumPy ``out`` a copy of the levels to the engine's pinned host
+buffer. So a call is one graph launch and one wait, and no result passes through a copy of its
+own. With ``timing=False`` the persistent variants do init, traversal and deliver pass in one
+kernel: the graph is the slot copy and that launch. The graph holds the addresses of the
 engine's buffers, so it lives and dies with them.
 
 The slot is copied rather than read in place by the kernels: each block's read of pinned host
@@ -45,9 +47,12 @@ class CallCapture:
 
     _cp: Any
     _capture: bool
-    _call_graphs: dict[tuple[bool, float, int, bool], CapturedCall]
+    _call_graphs: dict[tuple[bool, float, int, bool, bool], CapturedCall]
     eta: float
     timing: bool
+    #: Whether an untimed call of a persistent variant is one kernel (False: three launches,
+    #: as timed calls; benchmarks/probe_fused.py compares the two).
+    _fuse: bool = True
     small_queue: int
     _call_slot: Any
     _spare: Any  # the next out="device" call's array, or None
@@ -70,7 +75,7 @@ class CallCapture:
         this engine launches kernel by kernel."""
         if not self._capture:
             return None
-        key = (host, float(self.eta), int(self.small_queue), self.timing)
+        key = (host, float(self.eta), int(self.small_queue), self.timing, self._fuse)
         graph = self._call_graphs.get(key)
         if graph is None:
             self._call_graphs = {k: g for k, g in self._call_graphs.items() if k[1:] == key[1:]}
@@ -104,9 +109,24 @@ class CallCapture:
         """A plain call's work, as captured: the slot to the device, init from its seed, the
         timed traversal, the deliver pass (levels to the slot's destination, the control block
         to the pinned ``_host_ctl``), and with ``host`` the levels to the pinned
-        ``_host_levels``."""
+        ``_host_levels``. Untimed calls of the persistent variants run init, traversal and
+        deliver pass in the traversal's one cooperative launch (``fused``)."""
         cp, slot = self._cp, self._slot
         copy_async(cp, slot.data.ptr, self._call_slot.ctypes.data, slot.nbytes, stream)
+        ctl_out = self._host_ctl.ctypes.data
+        if self.spec.launch == "persistent" and not self.timing and self._fuse:  # one kernel
+            fused = (np.int32(-1), np.float64(self.eta), np.uint32(self.small_queue))
+            self._launch("bfs", (*fused, np.uint64(ctl_out), np.int32(1)), cooperative=True)
+        else:
+            self._enqueue_parts(stream, ctl_out)
+        if host:
+            levels = self._levels()
+            copy_async(cp, self._host_levels.ctypes.data, levels.data.ptr, levels.nbytes, stream)
+
+    def _enqueue_parts(self, stream: Any, ctl_out: int) -> None:
+        """Init, the traversal between the timing events, and the deliver pass, each a launch
+        of its own (the timed calls, and the block launch's)."""
+        slot = self._slot
         seeds = (slot, np.int32(1), np.int32(0))  # the seed: slot's first int32 (little-endian)
         if self.spec.launch == "block":
             self._block_seeds = seeds
@@ -116,7 +136,6 @@ class CallCapture:
         if self.timing:
             record_event(start, stream)
         self._enqueue_traversal(-1)
-        ctl_out = self._host_ctl.ctypes.data
         dst_slot = slot.data.ptr + slot.itemsize
         if self._reorders:
             self._enqueue_deliver(dst_slot, ctl_out)
@@ -124,9 +143,6 @@ class CallCapture:
             record_event(stop, stream)
         if not self._reorders:
             self._enqueue_deliver(dst_slot, ctl_out)
-        if host:
-            levels = self._levels()
-            copy_async(cp, self._host_levels.ctypes.data, levels.data.ptr, levels.nbytes, stream)
 
     def _direct(self, out: Any) -> bool:
         """Whether the deliver pass can write the levels straight into CuPy array ``out``."""
