@@ -3,9 +3,10 @@ over the protocol sources and the per-level stage split of one source, for each 
 
     python3 benchmarks/probe_patches.py urand-20,kron-21 s8_lazy_csr_switch_pers base,nofilter
 
-The patches (PATCHES) are experiments on the CUDA-core top-down of expand="csr" and on the
-bottom-up step (``bu_*``); a patch whose text is not in the source stops the run. Each patched
-kernel's registers and local (spilled) bytes are printed beside it.
+The patches (PATCHES) are experiments on the CUDA-core top-down of expand="csr", on the
+bottom-up step (``bu_*``) and on the grid barrier (``barrier_*``); a patch whose text is not
+in the source stops the run. Each patched kernel's registers and local (spilled) bytes are
+printed beside it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "bu_arcs8": [("#define BOTTOM_UP_ARCS 1", "#define BOTTOM_UP_ARCS 8")],
     "bu_words2": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 2")],
     "bu_words8": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 8")],
+    "barrier_watch1": [("#define BARRIER_WATCH_EVERY 64u", "#define BARRIER_WATCH_EVERY 1u")],
 }
 
 
@@ -62,7 +64,9 @@ def main() -> None:
     ap.add_argument("graphs")
     ap.add_argument("variants")
     ap.add_argument("patches", nargs="?", default=",".join(PATCHES))
+    ap.add_argument("--geometry", default="1024:1:0", help="BLOCK:BLOCKS_PER_SM:SMALL_QUEUE")
     args = ap.parse_args()
+    geometry = tuple(int(x) for x in args.geometry.split(":"))
     original = RENDER.render
     specs = [_by_name(n) for n in args.variants.split(",")]
     for name in args.graphs.split(","):
@@ -74,13 +78,15 @@ def main() -> None:
             if PATCHES[key] and PATCHES[key][0][1] not in ENGINE.render(specs[0]):
                 raise SystemExit(f"patch {key!r} did not reach the engine's source")
             print(f"-- {key}", flush=True)
-            time_variants(b, specs, 10.0, [(1024, 1, 0)])
-            with b.engine(specs[0], 10.0, (1024, 1, 0), record_levels=True) as eng:
+            time_variants(b, specs, 10.0, [geometry])
+            with b.engine(specs[0], 10.0, geometry, record_levels=True) as eng:
                 print("   " + resources(eng._kernels["bfs"].function))
                 eng.bfs(int(b.sources[0]))
                 eng.bfs(int(b.sources[0]))
-                stages = eng.stage_times_ms() * 1e3
-            print("   stages us:", " | ".join(f"{a:.1f}/{c:.1f}" for a, c in stages), flush=True)
+                stages = eng.stage_times_ms()
+            if stages is not None:  # lazy variants
+                split = " | ".join(f"{a:.1f}/{c:.1f}" for a, c in stages * 1e3)
+                print("   stages us:", split, flush=True)
         RENDER.render = ENGINE.render = original
 
 
