@@ -113,6 +113,9 @@ def _check_layout(table: tuple[CtlField, ...], words: int) -> None:
 
 
 _check_layout(CTL_FIELDS, CTL_WORDS)
+# init.cu.j2 keeps SEED and DST, and in a fused launch BARRIER_COUNT too, as one range.
+if (CTL["seed"], CTL["dst"], CTL["barrier_count"]) != tuple(CALL_SLOT[0] + k for k in (0, 2, 4)):
+    raise AssertionError("the call slot must be SEED, DST and BARRIER_COUNT side by side")
 _check_layout(SLOT_FIELDS, SLOT_WORDS)
 
 
