@@ -291,6 +291,9 @@ def test_unsupported_arch_is_a_compile_error():
 
 
 def test_compile_cubin_renders_specs(monkeypatch):
+    # compile's lazy imports, done before the fake takes render's place (they import from it)
+    import blest.codegen.dense  # noqa: F401
+    import blest.codegen.msspec  # noqa: F401
     from blest.codegen.spec import VariantSpec
 
     fake = types.ModuleType("blest.codegen.render")
