@@ -35,6 +35,14 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "bu_words2": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 2")],
     "bu_words8": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 8")],
     "barrier_watch1": [("#define BARRIER_WATCH_EVERY 64u", "#define BARRIER_WATCH_EVERY 1u")],
+    "barrier_fences": [  # session 13's barrier: full fences around a relaxed arrival and poll
+        ("add_release(count, 1ull);", "__threadfence();\n        atomicAdd(count, 1ull);"),
+        ("while (load_acquire(count) < target) {", "while (*(volatile u64*)count < target) {"),
+        (
+            "            }\n        }\n    }\n    __syncthreads();\n}",
+            "            }\n        }\n        __threadfence();\n    }\n    __syncthreads();\n}",
+        ),
+    ],
 }
 
 

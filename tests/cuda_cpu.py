@@ -216,6 +216,18 @@ def _host_source(cuda: str) -> str:
         "cluster_barrier->arrive_and_wait();",
         text,
     )
+    text = re.sub(
+        r'asm volatile\("red\.release\.gpu\.global\.add\.u64 \[%0\], %1;" :: "l"\(p\), '
+        r'"l"\(v\) : "memory"\);',
+        "__atomic_fetch_add(p, v, __ATOMIC_RELEASE);",
+        text,
+    )
+    text = re.sub(
+        r'asm volatile\("ld\.acquire\.gpu\.global\.u64 %0, \[%1\];" : "=l"\(v\) : '
+        r'"l"\(p\) : "memory"\);',
+        "v = __atomic_load_n(p, __ATOMIC_ACQUIRE);",
+        text,
+    )
     if "asm" in re.sub(r"//[^\n]*", "", text):
         raise ValueError("the kernel holds inline PTX this runner does not emulate")
     return text.replace('extern "C" ', "")
