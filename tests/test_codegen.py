@@ -190,7 +190,9 @@ def test_ptx_holds_the_entry_points_and_the_binary_mma(spec):
     assert (MMA in ptx) == (not block and spec.expand == "mma")
     assert (".entry blest_init" in ptx) == (not block)
     if spec.expand == "csr":  # marks are OR atomics; a hub push is one 64-bit add
-        assert "atom.or.b32" in ptx and "atom.global.add.u64" in ptx
+        assert "atom.or.b32" in ptx and re.search(r"\batom(\.global)?\.add\.u64", ptx)
+    if spec.launch == "persistent":  # the grid barrier: a release arrival, acquire polls
+        assert "red.release.gpu.global.add.u64" in ptx and "ld.acquire.gpu.global.u64" in ptx
     for name in kernel_names(spec).values():
         assert f".entry {name}(" in ptx
     if block and spec.cluster == 1:  # the visited bitmap and the queues' heads: shared memory
