@@ -398,14 +398,18 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         if self.timing:
             stop.record()
 
-    def _enqueue_traversal(self, limit: int) -> None:
+    def _enqueue_traversal(self, limit: int, fused_ctl_out: int | None = None) -> None:
         """The traversal's launches (the block launch: its one kernel, which also initializes
-        and writes the user's ids)."""
+        and writes the user's ids). ``fused_ctl_out`` (persistent variants, captured calls):
+        the kernel also initializes from the call slot and delivers, the control block to that
+        address."""
         eta = np.float64(self.eta)
         if self.spec.launch == "block":
             self._launch("bfs", (*self._block_seeds, np.int32(limit)))
         elif self.spec.launch == "persistent":
-            extra = (np.int32(limit), eta, np.uint32(self.small_queue), np.uint64(0), np.int32(0))
+            fused = fused_ctl_out is not None
+            extra = (np.int32(limit), eta, np.uint32(self.small_queue),
+                     np.uint64(fused_ctl_out or 0), np.int32(fused))  # fmt: skip
             self._launch("bfs", extra, cooperative=True)
         else:
             self._per_level_loop(limit, eta)

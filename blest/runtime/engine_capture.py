@@ -115,8 +115,7 @@ class CallCapture:
         copy_async(cp, slot.data.ptr, self._call_slot.ctypes.data, slot.nbytes, stream)
         ctl_out = self._host_ctl.ctypes.data
         if self.spec.launch == "persistent" and not self.timing and self._fuse:  # one kernel
-            fused = (np.int32(-1), np.float64(self.eta), np.uint32(self.small_queue))
-            self._launch("bfs", (*fused, np.uint64(ctl_out), np.int32(1)), cooperative=True)
+            self._enqueue_traversal(-1, fused_ctl_out=ctl_out)
         else:
             self._enqueue_parts(stream, ctl_out)
         if host:
