@@ -4,9 +4,9 @@ over the protocol sources and the per-level stage split of one source, for each 
     python3 benchmarks/probe_patches.py urand-20,kron-21 s8_lazy_csr_switch_pers base,nofilter
 
 The patches (PATCHES) are experiments on the CUDA-core top-down of expand="csr", on the
-bottom-up step (``bu_*``) and on the grid barrier (``barrier_*``); a patch whose text is not
-in the source stops the run. Each patched kernel's registers and local (spilled) bytes are
-printed beside it.
+bottom-up step (``bu_*``), on the grid barrier (``barrier_*``) and on the deliver pass
+(``deliver*``); a patch whose text is not in the source stops the run. Each patched kernel's
+registers and local (spilled) bytes are printed beside it.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "bu_arcs8": [("#define BOTTOM_UP_ARCS 1", "#define BOTTOM_UP_ARCS 8")],
     "bu_words2": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 2")],
     "bu_words8": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 8")],
+    "deliver1": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 1")],  # before session 15
+    "deliver4": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 4")],
+    "deliver16": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 16")],
     "barrier_watch1": [("#define BARRIER_WATCH_EVERY 64u", "#define BARRIER_WATCH_EVERY 1u")],
     "barrier_fences": [  # session 13's barrier: full fences around a relaxed arrival and poll
         ("add_release(count, 1ull);", "__threadfence();\n        atomicAdd(count, 1ull);"),
