@@ -34,9 +34,19 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "bu_arcs8": [("#define BOTTOM_UP_ARCS 1", "#define BOTTOM_UP_ARCS 8")],
     "bu_words2": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 2")],
     "bu_words8": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 8")],
-    "deliver1": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 1")],  # before session 15
+    "deliver1": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 1")],
     "deliver4": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 4")],
-    "deliver16": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 16")],
+    "deliver_scatter": [  # before session 15: user id old_of_new[i] <- level of i
+        ("const int* const by = g.new_of_old;", "const int* const by = g.old_of_new;"),
+        ("__ldcg(from + at[j]) : 0;", "__ldcg(from + u0 + j * stride) : 0;"),
+        (
+            "if (at[j] >= 0) dst[u0 + j * stride] = level[j];",
+            "if (at[j] >= 0) dst[at[j]] = level[j];",
+        ),
+    ],
+    "deliver_identity": [  # timing only: the levels stay in internal ids (wrong when reordered)
+        ("const int* const by = g.new_of_old;", "const int* const by = nullptr;")
+    ],
     "barrier_watch1": [("#define BARRIER_WATCH_EVERY 64u", "#define BARRIER_WATCH_EVERY 1u")],
     "barrier_fences": [  # session 13's barrier: full fences around a relaxed arrival and poll
         ("add_release(count, 1ull);", "__threadfence();\n        atomicAdd(count, 1ull);"),

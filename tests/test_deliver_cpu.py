@@ -1,5 +1,6 @@
 """The deliver pass (deliver.cu.j2) on the CPU (tests/cuda_cpu.py): the levels to the caller's
-destination in the user's ids, and the control block to ``ctl_out``. Sizes that take several
+destination in the user's ids (user id ``old_of_new[i]`` gets internal vertex i's level; the
+pass gathers by ``new_of_old``), and the control block to ``ctl_out``. Sizes that take several
 batched rounds of the grid stride and end in a partial one; permuted and identity orderings;
 every destination word poisoned first. The gpu-marked tests cover the pass inside the engine."""
 
@@ -68,6 +69,9 @@ def test_deliver_writes_user_ids(programs, rng, spec, n, permuted):
     else:
         arrays["levels"] = levels
         arrays["old_of_new"] = old_of_new
+        arrays["new_of_old"] = (
+            None if old_of_new is None else np.argsort(old_of_new).astype(np.int32)
+        )
         want = levels.copy()
         if permuted:
             want[old_of_new] = levels

@@ -82,6 +82,9 @@ def graph_params(spec: VariantSpec) -> list[KernelParam]:
         ]
     params += [
         KernelParam("const int* __restrict__", "old_of_new", "n, or null for the identity"),
+        KernelParam(
+            "const int* __restrict__", "new_of_old", "n, or null: the deliver pass gathers by it"
+        ),
         KernelParam("int", "n"),
         KernelParam("int", "n_words", "ceil(n / 32)"),
         KernelParam("int", "n_vss"),

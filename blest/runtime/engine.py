@@ -187,10 +187,9 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         if spec.expand == "csr":
             csr, self._max_hubs = csr_arrays(cp, prep, self._in_csr, self._n_words)
             arrays.update(csr)
-        identity = self.permutation.is_identity
-        arrays["old_of_new"] = (
-            np.uint64(0) if identity else cp.asarray(self.permutation.old_of_new, dtype=cp.int32)
-        )
+        identity, perm = self.permutation.is_identity, self.permutation
+        for way in ("old_of_new", "new_of_old"):  # the deliver pass gathers by new_of_old
+            arrays[way] = np.uint64(0) if identity else cp.asarray(getattr(perm, way), cp.int32)
         arrays.update(
             n=np.int32(n),
             n_words=np.int32(self._n_words),
