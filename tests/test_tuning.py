@@ -703,6 +703,38 @@ def test_refinement_finds_a_geometry_the_screen_never_runs():
     assert any((c.block_size, c.blocks_per_sm) == (512, 1) for c in sq)
 
 
+def test_refinement_tries_the_families_the_leaders_miss():
+    """twitch_FR's landscape (benchmarks/NOTES.md, session 15): in both coarse geometries the
+    lazy kernels lead (0.048 ms against the eager ones' 0.061), so the geometry refinement of
+    the leaders never ran an eager kernel; one block of 512 threads per SM runs the eager ones
+    in 0.036 ms. The best of each family no leader belongs to now gets the geometries too."""
+
+    def cost(c, eta, sq, src):
+        geometry = (c.block_size, c.blocks_per_sm)
+        if c.spec.update == "eager":
+            t = {(512, 1): 0.036, (256, 1): 0.040, (128, 1): 0.050}.get(geometry, 0.061)
+        elif c.spec.expand == "csr":
+            t = 0.070
+        else:
+            t = {(512, 1): 0.047, (128, 1): 0.049}.get(geometry, 0.048)
+        return t * (1.0 + 0.02 * (c.spec.sigma != 32) + 0.01 * (c.spec.queue != "vss"))
+
+    s, engines, _ = _search(budget=60.0, cost=cost, confirm=range(100, 116))
+    s.run(coarse_candidates(["natural"]))
+    best = s.pick().candidate
+    assert (best.block_size, best.blocks_per_sm, best.spec.update) == (512, 1, "eager")
+    assert best.spec.sigma == 32 and best.spec.queue == "vss"
+    assert any(t.candidate == best for t in s.confirmed)  # confirmed again after the families
+    lazy_leads = [t for t in s.results if t.stage == "coarse" and len(t.times_ms) == 8]
+    assert lazy_leads and lazy_leads[0].candidate.spec.update == "lazy"  # leaders stayed lazy
+    assert any(
+        t.stage == "small_queue"
+        and t.candidate == replace(best, small_queue=t.candidate.small_queue)
+        for t in s.results
+    )
+    assert all(e.closed for e in engines)
+
+
 def test_held_out_summary_and_noise():
     rows = [
         {"label": "pick", "mean_ms": 1.00},

@@ -28,7 +28,12 @@ When the three stages end with budget to spare (the leaders' refinements and con
 often quick) and coarse candidates the screen never reached remain, a second pass runs the same
 three stages over those, in the rest of the budget, split by the same shares; its confirmation
 weighs the new leaders against the old ones, and replaces the first only when it completes a
-round.
+round. Budget still to spare then goes to the variant families no leader belongs to
+(:func:`~blest.tuning.space.family_of`): the best of each, if within ``FAMILY_SPREAD`` of the
+leaders, runs on every tuning source and in every geometry, whichever of those now leads gets
+its knobs, and confirmation runs again. A family can trail in both coarse geometries and lead
+in another: on twitch_FR the eager kernels took 0.061 ms in the coarse geometries against 0.048
+for the lazy leaders, and 0.036 with one block of 512 threads per SM.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ import numpy as np
 from blest.tuning.space import (
     Candidate,
     eta_variants,
+    family_of,
     geometry_variants,
     per_level_variant,
     small_queue_variants,
@@ -61,6 +67,10 @@ SCREEN_SOURCES = 2
 CONFIRM_K, CONFIRM_ROUNDS = 3, 4
 #: A second pass over the coarse candidates left untried starts only before this budget share.
 SECOND_PASS_BEFORE = 0.85
+#: The refinement tries the other geometries for a family no leader belongs to only when its
+#: best runs within this factor of the leaders' in the coarse geometries: the launch geometry
+#: alone moved a variant by at most 1.45x in session 14's sweep of the small social graphs.
+FAMILY_SPREAD = 1.5
 
 
 @dataclass
@@ -250,13 +260,20 @@ class Search:
         rest = [c for c in dict.fromkeys(coarse) if c not in self._timed]
         if rest and self._within(SECOND_PASS_BEFORE):
             self._pass(rest, self.elapsed_s / self.budget_s)
+        if self._within(SECOND_PASS_BEFORE):
+            left = 1.0 - self.elapsed_s / self.budget_s
+            confirmed = [t.candidate for t in self.confirmed]
+            if self._refine_families(1.0 - (1.0 - REFINE_SHARE) * left) and (
+                self.confirm_sources and self._contenders() != confirmed
+            ):
+                self._confirm()
         return self.results
 
     def _pass(self, coarse: Sequence[Candidate], start: float) -> None:
         """Screen, refine and confirm in the budget left after share ``start``."""
         left = 1.0 - start
         self._screen(coarse, start + SCREEN_SHARE * left)
-        self._refine(start + REFINE_SHARE * left)
+        self._refine_leaders(start + REFINE_SHARE * left)
         self._confirm()
 
     def _screen(self, coarse: Sequence[Candidate], share: float) -> None:
@@ -275,13 +292,34 @@ class Search:
             pool = [t.candidate for t in ran[: max(self.top_k, (len(ran) + 1) // 2)]]
             count = min(2 * count, len(self.sources))
 
-    def _refine(self, share: float) -> None:
-        """The leaders on every tuning source, then in the other geometries, then the leaders'
-        eta grid, small-queue thresholds and per-level launch, within ``share``."""
-        for t in self.best(self.top_k):
-            self.time_group([t.candidate], "coarse", share)
-        for t in self.best(self.top_k):
-            for g in geometry_variants(t.candidate):
+    def _refine_families(self, share: float) -> bool:
+        """The best of each family no leader belongs to, if within ``FAMILY_SPREAD`` of the
+        leaders, refined as the leaders are, within ``share``; whether there was any."""
+        leaders = self.best(self.top_k)
+        if not leaders:
+            return False
+        families = {family_of(t.candidate.spec) for t in leaders}
+        lead = min(t.median_ms for t in leaders)
+        others: dict[int, Timed] = {}
+        for t in self.best(len(self.results)):  # best first
+            others.setdefault(family_of(t.candidate.spec), t)
+        outsiders = [
+            t.candidate
+            for f, t in others.items()
+            if f not in families and t.median_ms < FAMILY_SPREAD * lead
+        ]
+        if outsiders:
+            self._refine_leaders(share, outsiders)
+        return bool(outsiders)
+
+    def _refine_leaders(self, share: float, extra: Sequence[Candidate] = ()) -> None:
+        """``extra`` (default: the leaders) on every tuning source and in the other geometries,
+        then the leaders' eta grid, small-queue thresholds and per-level launch (candidates
+        that ran already are skipped: :meth:`time_group`)."""
+        for c in list(extra) or [t.candidate for t in self.best(self.top_k)]:
+            self.time_group([c], "coarse", share)
+        for c in list(extra) or [t.candidate for t in self.best(self.top_k)]:
+            for g in geometry_variants(c):
                 self.time_one(g, "geometry", share)
         for t in self.best(self.top_k):
             self.time_group(eta_variants(t.candidate), "eta", share)
@@ -300,17 +338,7 @@ class Search:
         if not self.confirm_sources:
             return
         earlier, rounds_before = self.confirmed, self.confirm_rounds
-        full = len(self.sources) * self.repeats
-        contenders: list[Candidate] = []
-        groups: set[tuple] = set()  # one per (ordering, sigma, geometry): those err together
-        # (the block launch, another kernel altogether, is a group of its own)
-        for t in self.best(len(self.results)):
-            c = t.candidate
-            block = c.spec.launch == "block"
-            group = (c.ordering, c.spec.sigma, c.block_size, c.blocks_per_sm, block)
-            if len(t.times_ms) == full and group not in groups and len(contenders) < CONFIRM_K:
-                groups.add(group)
-                contenders.append(c)
+        contenders = self._contenders()
         timed = {c: Timed(c, "confirm") for c in contenders}
         for _ in range(CONFIRM_ROUNDS if len(contenders) > 1 else 1):
             if not self._within(1.0):
@@ -340,6 +368,22 @@ class Search:
         if earlier and self.confirm_rounds == rounds_before:
             return  # no full round: the new contenders were not all measured
         self.confirmed = [t for t in timed.values() if t.times_ms or t.error]
+
+    def _contenders(self) -> list[Candidate]:
+        """The best configuration of each of the CONFIRM_K best groups (run on every tuning
+        source)."""
+        full = len(self.sources) * self.repeats
+        contenders: list[Candidate] = []
+        groups: set[tuple] = set()  # one per (ordering, sigma, geometry): those err together
+        # (the block launch, another kernel altogether, is a group of its own)
+        for t in self.best(len(self.results)):
+            c = t.candidate
+            block = c.spec.launch == "block"
+            group = (c.ordering, c.spec.sigma, c.block_size, c.blocks_per_sm, block)
+            if len(t.times_ms) == full and group not in groups and len(contenders) < CONFIRM_K:
+                groups.add(group)
+                contenders.append(c)
+        return contenders
 
     def pick(self, eligible: Callable[[Candidate], bool] = lambda c: True) -> Timed | None:
         """The fastest eligible result: on the confirmation sources where it was confirmed

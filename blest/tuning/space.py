@@ -26,6 +26,7 @@ __all__ = [
     "ETA_GRID",
     "GEOMETRIES",
     "REFINE_GEOMETRIES",
+    "family_of",
     "BLOCK_GEOMETRIES",
     "CLUSTER_GEOMETRIES",
     "HOPPER_SMEM_LIMIT",
@@ -138,10 +139,15 @@ _FAMILIES: tuple[Callable[[VariantSpec], bool], ...] = (
 )
 
 
+def family_of(spec: VariantSpec) -> int:
+    """The index of the first of :data:`_FAMILIES` that ``spec`` belongs to (one past the last
+    for the rest: the block launch, lazy without switching, the CUDA-core top-down without)."""
+    return next((i for i, f in enumerate(_FAMILIES) if f(spec)), len(_FAMILIES))
+
+
 def _priority(spec: VariantSpec) -> tuple:
     """sigma 8 first (the paper's), then by family (:data:`_FAMILIES`)."""
-    family = next((i for i, f in enumerate(_FAMILIES) if f(spec)), len(_FAMILIES))
-    return (spec.sigma != 8, spec.sigma, family, spec.name)
+    return (spec.sigma != 8, spec.sigma, family_of(spec), spec.name)
 
 
 def persistent_specs(sigmas: Iterable[int] = SIGMAS) -> list[VariantSpec]:
