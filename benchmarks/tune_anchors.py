@@ -48,6 +48,7 @@ def tune_one(name: str, out: Path, budget: float, work: Path) -> dict:
         "tuned": cfg.get("tuned"),
         "ordering": prep.get("ordering"),
         "variant": cfg.get("variant_name"),
+        "geometry": _geometry(cfg.get("launch_geometry")),
         "eta": cfg.get("eta"),
         "prep_s": prep.get("seconds"),
         "wall_s": wall,
@@ -73,6 +74,13 @@ def whole_call(config: Path, name: str) -> dict[str, float]:
     return {"whole_ms": row.whole_call_ms, "traversal_ms": row.traversal_ms}
 
 
+def _geometry(g: dict | None) -> str | None:
+    """``BLOCKxBLOCKS_PER_SM`` (``occ``: as many as fit), or None without a geometry."""
+    if not g:
+        return None
+    return f"{g['block_size']}x{g.get('blocks_per_sm') or 'occ'}"
+
+
 def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -93,12 +101,13 @@ def main(argv: list[str] | None = None) -> int:
         (out / "tune_anchors.json").write_text(json.dumps(rows, indent=1))
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "notes"}), flush=True)
     print(
-        "graph            ordering  pick                          eta    pick ms  paper ms "
-        "oracle ms  C++ ms  =oracle  wall s  trav ms  whole ms"
+        "graph            ordering  pick                          geometry eta    pick ms "
+        " paper ms oracle ms  C++ ms  =oracle  wall s  trav ms  whole ms"
     )
     for r in rows:
         print(
             f"{r['graph']:<16} {str(r['ordering']):<9} {str(r['variant']):<29} "
+            f"{str(r['geometry']):<8} "
             f"{str(r['eta']):<6} {_ms(r['pick_ms']):>8} {_ms(r['paper_ms']):>9} "
             f"{_ms(r['oracle_ms']):>9} {CPP_MS.get(r['graph'], '-')!s:>7}  "
             f"{str(r['pick_is_oracle']):<7} {r['wall_s']:6.1f}  {_ms(r.get('traversal_ms')):>7} "
