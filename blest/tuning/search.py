@@ -318,6 +318,7 @@ class Search:
         that ran already are skipped: :meth:`time_group`)."""
         for c in list(extra) or [t.candidate for t in self.best(self.top_k)]:
             self.time_group([c], "coarse", share)
+        # (the leaders again: running on every source may have changed them)
         for c in list(extra) or [t.candidate for t in self.best(self.top_k)]:
             for g in geometry_variants(c):
                 self.time_one(g, "geometry", share)
