@@ -20,10 +20,11 @@ from run import Bench, _by_name
 GEOMETRY = (1024, 1, 0)
 
 
-def per_source(b: Bench, spec, eta: float, count: int) -> list[tuple]:
+def per_source(b: Bench, spec, eta: float, count: int, beta: float = 0.0) -> list[tuple]:
     """(levels, level ms, bottom-up levels, traversal ms, stage ms) of the first sources."""
     out = []
     with b.engine(spec, eta, GEOMETRY, record_levels=True) as eng:
+        eng.beta = beta
         eng.bfs(int(b.sources[0]))  # warm-up
         for s in b.sources[:count]:
             levels = eng.bfs(int(s))
@@ -38,6 +39,7 @@ def main() -> None:
     ap.add_argument("variants", help="comma-separated lazy switching variants")
     ap.add_argument("sources", type=int, nargs="?", default=2)
     ap.add_argument("--eta", type=float, default=10.0)
+    ap.add_argument("--beta", type=float, default=0.0, help="the return rule beside eta")
     args = ap.parse_args()
     for name in args.graphs.split(","):
         b = Bench.load(name, 8)
@@ -45,7 +47,8 @@ def main() -> None:
         out_deg, in_deg = np.diff(g.out_ptr), np.diff(g.in_ptr)
         for variant in args.variants.split(","):
             spec = _by_name(variant)
-            runs = {eta: per_source(b, spec, eta, args.sources) for eta in (0.0, 1e12, args.eta)}
+            runs = {eta: per_source(b, spec, eta, args.sources) for eta in (0.0, 1e12)}
+            runs[args.eta] = per_source(b, spec, args.eta, args.sources, args.beta)
             for k in range(args.sources):
                 levels = runs[0.0][k][0]
                 reached = levels >= 0
@@ -58,7 +61,8 @@ def main() -> None:
                 print(
                     f"{name} {variant} src {int(b.sources[k])}: traversal top-down "
                     f"{runs[0.0][k][3] * 1e3:.1f} us, bottom-up {runs[1e12][k][3] * 1e3:.1f}, "
-                    f"eta {args.eta:g} {tuned[3] * 1e3:.1f} (bottom-up levels {tuned[2]})"
+                    f"eta {args.eta:g} beta {args.beta:g} {tuned[3] * 1e3:.1f} (bottom-up levels "
+                    f"{tuned[2]})"
                 )
                 oracle = 0.0
                 for i in range(min(len(td), len(bu), depth)):

@@ -36,6 +36,9 @@ DEFAULT_KAPPA = 64
 #: Switching constant: a level runs bottom-up when #unvisited < eta * |Q| (the paper's value
 #: on Hopper).
 DEFAULT_ETA = 10.0
+#: Return rule after a bottom-up level: stay bottom-up while |F_L| * beta >= n (0: off, the
+#: paper's rule alone decides every level).
+DEFAULT_BETA = 0.0
 #: Window width W of JaccardWithWindows.
 JACCARD_WINDOW = 1 << 16
 #: The paper's rule takes the lazy update path when U_div exceeds this (an id spread).

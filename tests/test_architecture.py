@@ -132,7 +132,7 @@ def test_paper_constants_are_defined_once():
 
 
 def test_eta_defaults_come_from_defaults():
-    """No function spells the switching constant's default as a literal."""
+    """No function spells the switching constants' defaults as literals."""
     offenders = []
     for module, path in _modules():
         for node in ast.walk(ast.parse(path.read_text())):
@@ -145,9 +145,9 @@ def test_eta_defaults_come_from_defaults():
             pairs += [(a, d) for a, d in kw if d is not None]
             for arg, default in pairs:
                 literal = isinstance(default, ast.Constant) and default.value is not None
-                if arg.arg == "eta" and literal:
+                if arg.arg in ("eta", "beta") and literal:
                     offenders.append(f"{module}:{node.lineno} {node.name}")
-    assert not offenders, f"eta defaults must use blest.defaults.DEFAULT_ETA: {offenders}"
+    assert not offenders, f"eta/beta defaults must come from blest.defaults: {offenders}"
 
 
 def test_docs_cite_nothing_outside_the_repository():

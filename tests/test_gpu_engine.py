@@ -114,6 +114,37 @@ def test_level_states_match_emulator(zoo, spec):
                     np.testing.assert_array_equal(got["queue_sets"], want_sets, err_msg=ctx)
 
 
+SWITCHING = [s for s in STATEFUL if s.switching]
+
+
+@pytest.mark.parametrize("spec", SWITCHING, ids=lambda s: s.name)
+def test_return_rule_matches_emulator(zoo, spec):
+    """beta > 0 (after a bottom-up level, bottom-up while |F_L| * beta >= n): the levels against
+    SciPy and the bottom-up levels against the emulator, in captured and launched, timed and
+    one-kernel calls, with and without small-queue episodes; the rule must change the
+    directions somewhere, or this test would not see it."""
+    rng, graphs = zoo
+    changed = 0
+    for name in ("power_law", "directed", "hubs", "disconnected", "road_deep"):
+        graph = graphs[name]
+        bvss = build_bvss(graph, spec.sigma)
+        for eta, beta in ((1e9, float(rng.choice([2.0, 8.0]))), (4.0, 40.0), (1e9, 1e9)):
+            small = int(rng.choice([0, 16]))
+            with _engine(graph, spec, eta=eta, beta=beta, bvss=bvss, small_queue=small) as eng:
+                for i, src in enumerate(sources(rng, graph, 3)):
+                    eng.timing = i % 2 == 1
+                    ctx = f"{spec.name} {name} src={src} eta={eta} beta={beta} sq={small}"
+                    out = np.full(graph.n, POISON, dtype=np.int32)
+                    np.testing.assert_array_equal(
+                        eng.bfs(src, out=out), bfs_levels(graph, src), err_msg=ctx
+                    )
+                    ref = emulate_spec(bvss, graph, src, spec, eta=eta, beta=beta)
+                    assert eng.stats.bottom_up_levels == ref.bottom_up_levels, ctx
+                    plain = emulate_spec(bvss, graph, src, spec, eta=eta)
+                    changed += plain.bottom_up_levels != ref.bottom_up_levels
+    assert changed > 0
+
+
 @pytest.mark.parametrize("spec", FAMILIES[:6] + FAMILIES[-4:], ids=lambda s: s.name)
 def test_launch_geometry_does_not_change_levels(zoo, spec):
     rng, graphs = zoo

@@ -3,8 +3,9 @@ then the traversal, as the engine launches them, in one block of 128 threads (th
 then meets one block), with the binary MMA emulated from its fragment layout. Levels against
 SciPy on directed, undirected, disconnected, deep and power-law graphs, for variants covering
 every axis of the persistent drivers (sigma, eager and lazy, dirty sets, queue policy,
-switching with eta 0, 2 and always bottom-up, small-queue levels in block 0). The gpu-marked
-tests run every variant on the device."""
+switching with eta 0, 2 and always bottom-up, small-queue levels in block 0); with the return
+rule (beta), the levels' directions against the emulator. The gpu-marked tests run every
+variant on the device."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from blest.codegen.render import graph_params, kernel_names, render, state_param
 from blest.codegen.spec import VariantSpec, variants
 from blest.graph.core import Graph
 from blest.graph.prepared import Prepared
-from blest.reference import bfs_levels
+from blest.reference import bfs_levels, emulate_spec
 from blest.runtime.device import out_csr
 
 pytestmark = pytest.mark.skipif(not have_compiler(), reason="needs g++")
@@ -54,7 +55,7 @@ def programs(tmp_path_factory):
     for spec in SPECS:
         params = [(p.ctype, p.name) for p in graph_params(spec) + state_params(spec)]
         names = kernel_names(spec)
-        bfs = (names["bfs"], [("int", "depth_limit"), ("double", "eta"),
+        bfs = (names["bfs"], [("int", "depth_limit"), ("double", "eta"), ("double", "beta"),
                               ("unsigned int", "small_queue"), ("u32*", "ctl_out"),
                               ("int", "fused")])  # fmt: skip
         init = (names["init"], [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src")])
@@ -64,11 +65,20 @@ def programs(tmp_path_factory):
 
 
 def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small: int,
-             fused: bool = False):  # fmt: skip
+             fused: bool = False, beta: float = 0.0):  # fmt: skip
     """Levels and control block of a traversal from ``src``: init, then the traversal kernel;
     or, ``fused``, the traversal kernel alone, initializing from the control block's call slot
     (the seed; no destination, so the levels stay in place) and copying the control block to
     ``ctl_out`` at its end, as a captured untimed call runs it (returned as a third array)."""
+    out = _run_traversal(exe, spec, prep, src, eta, small, fused, beta)
+    if fused:
+        return out["levels"], out["ctl"], out["ctl_out"]
+    return out["levels"], out["ctl"]
+
+
+def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small: int,
+                   fused: bool, beta: float) -> dict:  # fmt: skip
+    """Every array of the traversal :func:`traverse` describes, as the kernels left them."""
     b, n = prep.bvss, prep.n
     words = (n + 31) // 32
     arrays = {
@@ -84,7 +94,7 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
     }
     scalars = {"n": n, "n_words": words, "n_vss": b.n_vss, "n_sets": b.n_slice_sets,
                "n_seeds": 1, "src": src, "depth_limit": -1, "eta": float(eta),
-               "small_queue": small, "fused": int(fused)}  # fmt: skip
+               "beta": float(beta), "small_queue": small, "fused": int(fused)}  # fmt: skip
     if fused:  # the call slot as the graph's first node leaves it; the rest poisoned
         first, words_ = CALL_SLOT
         arrays["ctl"][first : first + words_] = 0
@@ -114,10 +124,7 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
         arrays.update(out_ptr=out_ptr, out_idx=np.asarray(out_idx, dtype=np.int32),
                       hubs=packed.view(np.uint32), hub_queue=queue)  # fmt: skip
         scalars["max_hubs"] = hubs
-    out = run(exe, arrays, scalars, THREADS, 0)
-    if fused:
-        return out["levels"], out["ctl"], out["ctl_out"]
-    return out["levels"], out["ctl"]
+    return run(exe, arrays, scalars, THREADS, 0)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
@@ -187,3 +194,35 @@ def test_csr_hubs_match_scipy(programs, rng, spec, directed):
             got = levels if order is None else levels[order]
             np.testing.assert_array_equal(got, want, err_msg=f"src={src} eta={eta} sq={small}")
             assert ctl[CTL["visited"]] == np.count_nonzero(want >= 0)
+
+
+SWITCHING = [s for s in SPECS if s.switching]
+
+
+@pytest.mark.parametrize("spec", SWITCHING, ids=lambda s: s.name)
+def test_return_rule_directions_match_emulator(programs, rng, spec):
+    """beta > 0: after a bottom-up level the next stays bottom-up while |F_L| * beta >= n.
+    The levels' directions (``bottom_up_levels``) against the emulator's, for the plain and
+    the one-launch call, in the grid and in small-queue episodes; the return rule must change
+    the directions somewhere, or this test would not see it."""
+    changed = 0
+    for name, graph in small_zoo(rng, 360).items():
+        prep = Prepared.from_graph(graph, spec.sigma)
+        src = int(rng.choice(np.flatnonzero(graph.out_degree > 0)))
+        want = bfs_levels(graph, src)
+        order = np.asarray(prep.permutation.new_of_old) if prep.permutation is not None else None
+        internal = src if order is None else int(order[src])
+        for eta, beta, small, fused in ((1e9, 4.0, 0, False), (2.0, 40.0, 16, True),
+                                        (1e9, 1e9, 0, True), (4.0, 0.0, 0, False)):  # fmt: skip
+            exe = programs[spec, "fused"] if fused else programs[spec]
+            out = _run_traversal(exe, spec, prep, internal, eta, small, fused, beta)
+            ctx = f"{name} eta={eta} beta={beta} sq={small} fused={fused}"
+            got = out["levels"] if order is None else out["levels"][order]
+            np.testing.assert_array_equal(got, want, err_msg=ctx)
+            depth = int(want.max())
+            bits = np.unpackbits(out["bottom_up_levels"].view(np.uint8), bitorder="little")
+            ref = emulate_spec(prep.bvss, prep.graph, internal, spec, eta=eta, beta=beta)
+            assert tuple(np.flatnonzero(bits[: depth + 1])) == ref.bottom_up_levels, ctx
+            plain = emulate_spec(prep.bvss, prep.graph, internal, spec, eta=eta)
+            changed += plain.bottom_up_levels != ref.bottom_up_levels
+    assert changed > 0

@@ -33,6 +33,7 @@ from blest.tuning.prepare import (
 )
 from blest.tuning.search import NOISE, Search, relative
 from blest.tuning.space import (
+    BETA_GRID,
     BLOCK_GEOMETRIES,
     ETA_GRID,
     GEOMETRIES,
@@ -40,6 +41,7 @@ from blest.tuning.space import (
     REFINE_GEOMETRIES,
     SMALL_QUEUES,
     Candidate,
+    beta_variants,
     block_fits,
     coarse_candidates,
     eta_variants,
@@ -142,6 +144,29 @@ def tuned_dir(tmp_path, rng):
     g = make_directed(rng, 300)
     _tuned(tmp_path, g, orderings=["rcm"])
     return tmp_path, g
+
+
+def test_config_beta_is_optional_and_checked(tuned_dir):
+    """``beta`` (the return rule) reaches the engine; a config without it (older versions)
+    loads with the rule off; a bad value is refused by name."""
+    d, g = tuned_dir
+    p = d / "g.blest.json"
+    data = json.loads(p.read_text())
+    assert data["beta"] == 0.0
+    data["beta"] = 100.0
+    p.write_text(json.dumps(data))
+    with _load(p) as eng:
+        assert eng.beta == 100.0
+        np.testing.assert_array_equal(eng.bfs(3), bfs_levels(g, 3))
+    del data["beta"]
+    p.write_text(json.dumps(data))
+    with _load(p) as eng:
+        assert eng.beta == 0.0
+    for bad in (-1.0, True, "100", None, [1]):
+        data["beta"] = bad
+        p.write_text(json.dumps(data))
+        with pytest.raises(ConfigError, match="config.beta must be"):
+            _load(p)
 
 
 def test_tampered_artifact_is_refused(tuned_dir):
@@ -344,7 +369,13 @@ def test_space():
     sw = next(c for c in coarse if c.spec.switching)
     assert sorted(c.eta for c in eta_variants(sw)) == sorted(e for e in ETA_GRID if e != 10.0)
     eager = next(c for c in coarse if c.spec.update == "eager")
-    assert eta_variants(eager) == []
+    assert eta_variants(eager) == [] and beta_variants(eager) == []
+    assert all(c.beta is None and c.engine_beta == 0.0 for c in coarse)
+    betas = beta_variants(sw)
+    assert [c.beta for c in betas] == list(BETA_GRID) and all(c.eta == sw.eta for c in betas)
+    assert {c.beta for c in beta_variants(betas[1])} == {None, *BETA_GRID} - {BETA_GRID[1]}
+    assert betas[0].label.endswith(f"beta={BETA_GRID[0]:g} 256xocc")
+    assert Candidate.from_dict(betas[0].to_dict()) == betas[0]
     assert {c.small_queue for c in small_queue_variants(eager)} == set(SMALL_QUEUES)
     assert {c.small_queue for c in small_queue_variants(sw)} == set(SMALL_QUEUES)
     pl = per_level_variant(sw)
@@ -390,7 +421,7 @@ def test_space_holds_the_block_launch_where_its_bitmap_fits():
     assert not [c for c in coarse_candidates(orderings, (8,), n=0) if c.spec.sigma != 8]
     for c in block:  # refinement leaves the block launch as it is
         assert eta_variants(c) == [] and small_queue_variants(c) == []
-        assert per_level_variant(c) is None
+        assert beta_variants(c) == [] and per_level_variant(c) is None
 
 
 def test_space_holds_the_cluster_launch_on_gpus_with_clusters():
@@ -754,11 +785,11 @@ def test_held_out_summary_and_noise():
 class EmulatingEngine:
     """Stands in for blest.Engine: the NumPy emulator, with a synthetic traversal time."""
 
-    def __init__(self, prepared, spec, *, eta, device, block_size, blocks_per_sm, grid_blocks,
-                 small_queue, record_levels):  # fmt: skip
+    def __init__(self, prepared, spec, *, eta, beta, device, block_size, blocks_per_sm,
+                 grid_blocks, small_queue, record_levels):  # fmt: skip
         assert prepared.sigma == spec.sigma and device == 0
         self.prepared = prepared
-        self.spec, self.eta, self.block_size = spec, eta, block_size
+        self.spec, self.eta, self.beta, self.block_size = spec, eta, beta, block_size
         self.small_queue = 0 if small_queue is None else small_queue
         self.device_name = "Fake GPU"
 
@@ -769,7 +800,7 @@ class EmulatingEngine:
         new_of_old = p.permutation.new_of_old
         adjacency = (p.in_ptr, p.in_idx)
         result = emulate_spec(p.bvss, adjacency, int(new_of_old[src]), self.spec, eta=self.eta,
-                              record=False)  # fmt: skip
+                              beta=self.beta, record=False)  # fmt: skip
         ms = 1.0 + 0.1 * (self.spec.sigma != 16) + 0.05 * (self.block_size != 1024)
         self.stats = types.SimpleNamespace(traversal_ms=ms + 0.01 * self.spec.dirty_sets)
         return result.levels[new_of_old]
@@ -796,7 +827,7 @@ def test_gpu_tuning_flow_with_emulating_engines(tmp_path, rng, monkeypatch):
     assert cfg.tuned and cfg.gpu == GPUInfo("FG", "9.0", "sm_90")
     assert cfg.spec.sigma == 16 and cfg.geometry.block_size == 1024 and not cfg.spec.dirty_sets
     rows = cfg.timing["candidates"]
-    assert rows[0]["stage"] == "paper" and {r["stage"] for r in rows} >= {"coarse", "eta"}
+    assert rows[0]["stage"] == "paper" and {r["stage"] for r in rows} >= {"coarse", "eta", "beta"}
     assert {r["ordering"] for r in rows} == {"natural", "rcm"}
     assert {r["variant"] for r in rows} >= {"s8_block", "s16_block"}
     rep = cfg.report

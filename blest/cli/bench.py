@@ -72,7 +72,12 @@ def _timeline(engine: Any, recipe: dict[str, Any], src: int) -> dict[str, Any]:
 
     geometry = recipe["geometry"]
     with make_engine(
-        engine.prepared, engine.spec, eta=engine.eta, geometry=geometry, record_levels=True
+        engine.prepared,
+        engine.spec,
+        eta=engine.eta,
+        beta=engine.beta,
+        geometry=geometry,
+        record_levels=True,
     ) as eng:
         eng.bfs(src)
         ms, bottom_up = eng.level_times_ms()
@@ -130,6 +135,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             "engine": where,
             "variant": engine.spec.name + ("" if on_gpu else " (the GPU kernel, not run)"),
             "eta": engine.eta,
+            "beta": engine.beta,
             "statistics": samples.statistics().to_dict(),
             "per_source": {
                 "sources": samples.sources,

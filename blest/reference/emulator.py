@@ -5,7 +5,8 @@ the eager update (Blest paper, Alg. 2: visited check, level write and queue appe
 path) or the lazy update (Alg. 3: marks into V_next, then a finalization sweep over all words or,
 with dirty sets, over the dirty words plus the old frontier's words), or - lazy variants with
 switching only - bottom-up on CUDA cores over ``in_csr`` (Alg. 4) when
-``unvisited_L < eta * |Q_L|``. The per-level popcounts come from the bit-exact MMA emulation
+``unvisited_L < eta * |Q_L|`` or, with ``beta > 0`` after a bottom-up level, while
+``|F_L| * beta >= n``. The per-level popcounts come from the bit-exact MMA emulation
 (:mod:`blest.reference.mma`) on the real fragment packing, vectorized over all VSSs of the queue.
 Buffers are kept the way the kernels keep them (one frontier buffer overwritten in place by the
 lazy finalization, V_next cleared only where finalized), so a wrong word set shows up as a wrong
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from blest.defaults import DEFAULT_ETA
+from blest.defaults import DEFAULT_BETA, DEFAULT_ETA
 from blest.errors import ArgumentError
 from blest.reference.bitmaps import (
     bitmap_to_bool,
@@ -81,6 +82,11 @@ class EmulatorResult:
         if self.states is None:
             raise ArgumentError("states were not recorded (record=False)")
         return [s.direction for s in self.states]
+
+    @property
+    def bottom_up_levels(self) -> tuple[int, ...]:
+        """The levels that ran bottom-up, as ``BFSStats.bottom_up_levels`` lists them."""
+        return tuple(i for i, d in enumerate(self.directions) if d == BOTTOM_UP)
 
 
 def _in_adjacency(graph_or_in_csr: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -231,6 +237,7 @@ def emulate_bfs(
     update: str = "lazy",
     switching: bool = False,
     eta: float = DEFAULT_ETA,
+    beta: float = DEFAULT_BETA,
     dirty_sets: bool = False,
     queue: str = "vss",
     depth_limit: int | None = None,
@@ -250,9 +257,12 @@ def emulate_bfs(
         Source vertex, or several seeds all at level 0 (internal ids; repeats allowed).
     update : "eager" or "lazy"
     switching : bool
-        Lazy only: bottom-up at levels with ``unvisited < eta * |Q|``.
+        Lazy only: bottom-up at levels with ``unvisited < eta * |Q|`` (see ``beta``).
     eta : float
         Switching constant.
+    beta : float
+        Return rule: after a bottom-up level, bottom-up again while ``|F_L| * beta >= n``
+        (eta is not consulted there); 0 turns it off.
     dirty_sets : bool
         Lazy only: finalize only dirty V_next words plus the old frontier's words. Both the
         top-down and the bottom-up step mark the words they OR into V_next as dirty.
@@ -280,6 +290,7 @@ def emulate_bfs(
     r = _Run.start(b, seeds)
     states: list[LevelState] = []
     level = 0
+    after_bottom_up = False
     while True:
         alphas = set_alphas(r.frontier, sigma, b.n_slice_sets)
         if queue == "sweep":  # visit every VSS, skip those whose set has no frontier bit
@@ -287,7 +298,11 @@ def emulate_bfs(
         stop = not r.frontier.any() or (depth_limit is not None and level >= depth_limit)
         direction = None
         if not stop:
-            bottom_up = lazy and switching and r.unvisited < eta * r.queue.size
+            if after_bottom_up and beta > 0:
+                bottom_up = int(popcount32(r.frontier).sum(dtype=np.int64)) * beta >= n
+            else:
+                bottom_up = lazy and switching and r.unvisited < eta * r.queue.size
+            after_bottom_up = bottom_up
             direction = BOTTOM_UP if bottom_up else TOP_DOWN
         if record:
             states.append(
@@ -322,6 +337,7 @@ def emulate_spec(
     spec: Any,
     *,
     eta: float = DEFAULT_ETA,
+    beta: float = DEFAULT_BETA,
     depth_limit: int | None = None,
     record: bool = True,
 ) -> EmulatorResult:
@@ -336,6 +352,7 @@ def emulate_spec(
         update=spec.update,
         switching=spec.switching,
         eta=eta,
+        beta=beta,
         dirty_sets=spec.dirty_sets,
         queue=spec.queue,
         depth_limit=depth_limit,

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_ARCH
+from blest.defaults import DEFAULT_ARCH, DEFAULT_BETA
 from blest.errors import ArgumentError, EngineError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, as_sources
@@ -27,12 +27,15 @@ __all__ = ["EngineBase"]
 
 
 class EngineBase:
-    """Common state of every engine: ``prepared``, ``spec``, ``eta``, ``n``, ``graph``."""
+    """Common state of every engine: ``prepared``, ``spec``, ``eta``, ``beta``, ``n``,
+    ``graph``."""
 
     device_name = "CPU"
     arch = DEFAULT_ARCH
 
-    def __init__(self, prepared: Prepared, spec: VariantSpec | None, eta: float) -> None:
+    def __init__(
+        self, prepared: Prepared, spec: VariantSpec | None, eta: float, beta: float = DEFAULT_BETA
+    ) -> None:
         if not isinstance(prepared, Prepared):
             raise ArgumentError(
                 f"an engine is built from a blest.graph.Prepared, got {type(prepared).__name__}"
@@ -43,14 +46,17 @@ class EngineBase:
                 f"the variant has sigma={self.spec.sigma} but the graph was prepared at "
                 f"sigma={prepared.sigma}"
             )
-        eta = float(eta)
+        eta, beta = float(eta), float(beta)
         if not eta >= 0:  # also refuses NaN
             raise ArgumentError(f"eta must be >= 0 (inf allowed), got {eta}")
+        if not beta >= 0:
+            raise ArgumentError(f"beta must be >= 0 (0: off, inf allowed), got {beta}")
         self.prepared = prepared
         self.graph = prepared.graph
         self.n = prepared.n
         self.permutation = prepared.permutation
         self.eta = eta
+        self.beta = beta
         self._new_of_old = np.asarray(prepared.permutation.new_of_old)
         self._lock = threading.RLock()  # engine methods may call bfs
         self._closed = False

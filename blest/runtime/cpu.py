@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_ETA
+from blest.defaults import DEFAULT_BETA, DEFAULT_ETA
 from blest.errors import GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, bfs_many_levels, source_sums
@@ -33,9 +33,14 @@ class CPUEngine(EngineBase):
     device_name = "CPU (SciPy)"
 
     def __init__(
-        self, prepared: Prepared, spec: VariantSpec | None = None, *, eta: float = DEFAULT_ETA
+        self,
+        prepared: Prepared,
+        spec: VariantSpec | None = None,
+        *,
+        eta: float = DEFAULT_ETA,
+        beta: float = DEFAULT_BETA,
     ) -> None:
-        super().__init__(prepared, spec, eta)
+        super().__init__(prepared, spec, eta, beta)
         self._scipy = ScipyBFS(self.graph)
 
     def bfs(

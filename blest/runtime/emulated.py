@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_ETA
+from blest.defaults import DEFAULT_BETA, DEFAULT_ETA
 from blest.errors import GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, sums_from_levels
@@ -32,9 +32,14 @@ class EmulatedEngine(EngineBase):
     device_name = "CPU (NumPy emulator of the kernel)"
 
     def __init__(
-        self, prepared: Prepared, spec: VariantSpec | None = None, *, eta: float = DEFAULT_ETA
+        self,
+        prepared: Prepared,
+        spec: VariantSpec | None = None,
+        *,
+        eta: float = DEFAULT_ETA,
+        beta: float = DEFAULT_BETA,
     ) -> None:
-        super().__init__(prepared.host(), spec, eta)
+        super().__init__(prepared.host(), spec, eta, beta)
         self._in = (np.asarray(self.prepared.in_ptr), np.asarray(self.prepared.in_idx))
         self._reverse: EmulatedEngine | None = None
 
@@ -61,6 +66,7 @@ class EmulatedEngine(EngineBase):
             internal,
             self.spec,
             eta=self.eta,
+            beta=self.beta,
             depth_limit=None if limit < 0 else limit,
             record=False,
         )
@@ -93,7 +99,9 @@ class EmulatedEngine(EngineBase):
         if self._reverse is None:
             rev = self.prepared.reversed()
             self._reverse = (
-                self if rev is self.prepared else EmulatedEngine(rev, self.spec, eta=self.eta)
+                self
+                if rev is self.prepared
+                else EmulatedEngine(rev, self.spec, eta=self.eta, beta=self.beta)
             )
         row = np.empty((1, self.n), dtype=np.int32)
         parts = []

@@ -29,7 +29,7 @@ import numpy as np
 from blest.codegen.contract import CALL_SLOT, CTL, CTL_WORDS, frontier_buffers, queue_buffers
 from blest.codegen.render import graph_params, kernel_names, render, state_params
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_ETA
+from blest.defaults import DEFAULT_BETA, DEFAULT_ETA
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.core import Graph
 from blest.graph.ordering import Permutation
@@ -69,6 +69,10 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
     eta : float
         Switching constant (lazy variants with switching): a level runs bottom-up when
         #unvisited < eta * |Q|. ``float("inf")`` forces bottom-up, 0 forbids it.
+    beta : float
+        Return rule after a bottom-up level (lazy variants with switching): the next level
+        stays bottom-up while |F| * beta >= n, and goes top-down once the frontier is smaller
+        (eta is not consulted there). 0 (default) turns it off: eta decides every level.
     permutation : Permutation, optional
         With a Graph: the vertex ordering applied before the BVSS is built.
     device : int, optional
@@ -95,6 +99,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         spec: VariantSpec | None = None,
         *,
         eta: float = DEFAULT_ETA,
+        beta: float = DEFAULT_BETA,
         permutation: Permutation | None = None,
         device: int | None = None,
         block_size: int = Geometry.block_size,
@@ -122,7 +127,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
                 graph = Prepared.from_graph(graph, spec.sigma, permutation, xp=cp)
         elif permutation is not None:
             raise ArgumentError("permutation applies to a Graph; a Prepared graph has its own")
-        super().__init__(graph, spec, eta)
+        super().__init__(graph, spec, eta, beta)
         if self.n == 0:
             raise ArgumentError("the graph has no vertices")
         self._record_levels = bool(record_levels)
@@ -152,7 +157,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         self._host_levels = pinned_array(cp, n, np.int32)
         self._host_ctl = pinned_array(cp, CTL_WORDS, np.uint32)
         self._events = (cp.cuda.Event(), cp.cuda.Event())
-        self._call_graphs: dict[tuple, Any] = {}  # by (levels to the host, eta, small_queue)
+        self._call_graphs: dict[tuple, Any] = {}  # by (to the host, eta, beta, small_queue, ...)
         # A captured call's {seed, where the deliver pass puts the levels (0: in _levels()),
         # 0 for the grid barrier's count}, set in pinned memory, copied to the device by the
         # graph's first node: into the control block's call slot (the block launch, whose
@@ -402,16 +407,16 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         and writes the user's ids). ``fused_ctl_out`` (persistent variants, captured calls):
         the kernel also initializes from the call slot and delivers, the control block to that
         address."""
-        eta = np.float64(self.eta)
+        eta, beta = np.float64(self.eta), np.float64(self.beta)
         if self.spec.launch == "block":
             self._launch("bfs", (*self._block_seeds, np.int32(limit)))
         elif self.spec.launch == "persistent":
             fused = fused_ctl_out is not None
-            extra = (np.int32(limit), eta, np.uint32(self.small_queue),
+            extra = (np.int32(limit), eta, beta, np.uint32(self.small_queue),
                      np.uint64(fused_ctl_out or 0), np.int32(fused))  # fmt: skip
             self._launch("bfs", extra, cooperative=True)
         else:
-            self._per_level_loop(limit, eta)
+            self._per_level_loop(limit, eta, beta)
 
     def _wait(self, user: int, seeds: int = 1) -> None:
         """Wait for the traversal; void the engine if a grid barrier timed out."""
@@ -431,12 +436,12 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         self._last = (user, start, stop, seeds) if self.timing else (user, None, None, seeds)
         self.last_stats = None
 
-    def _per_level_loop(self, limit: int, eta: np.float64) -> None:
+    def _per_level_loop(self, limit: int, eta: np.float64, beta: np.float64) -> None:
         ctl = self._state["ctl"]
         level = 0
         while True:
             for _ in range(PER_LEVEL_BATCH):
-                self._launch("stage1", (np.int32(level), np.int32(limit), eta))
+                self._launch("stage1", (np.int32(level), np.int32(limit), eta, beta))
                 if "stage2" in self._kernels:
                     self._launch("stage2", (np.int32(level),))
                 level += 1

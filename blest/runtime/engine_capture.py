@@ -47,8 +47,9 @@ class CallCapture:
 
     _cp: Any
     _capture: bool
-    _call_graphs: dict[tuple[bool, float, int, bool, bool], CapturedCall]
+    _call_graphs: dict[tuple[bool, float, float, int, bool, bool], CapturedCall]
     eta: float
+    beta: float
     timing: bool
     #: Whether an untimed call of a persistent variant is one kernel (False: three launches,
     #: as timed calls; benchmarks/probe_fused.py compares the two).
@@ -70,12 +71,19 @@ class CallCapture:
 
     def _call_graph(self, host: bool) -> CapturedCall | None:
         """The captured plain call (with the levels copied to pinned host memory, or not) at
-        the engine's current ``eta`` and ``small_queue``, which a graph holds as kernel
+        the engine's current ``eta``, ``beta`` and ``small_queue``, which a graph holds as kernel
         arguments (the tuner changes them between runs), with timing events or not; None where
         this engine launches kernel by kernel."""
         if not self._capture:
             return None
-        key = (host, float(self.eta), int(self.small_queue), self.timing, self._fuse)
+        key = (
+            host,
+            float(self.eta),
+            float(self.beta),
+            int(self.small_queue),
+            self.timing,
+            self._fuse,
+        )
         graph = self._call_graphs.get(key)
         if graph is None:
             self._call_graphs = {k: g for k, g in self._call_graphs.items() if k[1:] == key[1:]}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_ETA
+from blest.defaults import DEFAULT_BETA, DEFAULT_ETA
 from blest.errors import ArgumentError
 from blest.graph.prepared import Prepared
 from blest.runtime.protocol import BFSEngine, Geometry
@@ -39,6 +39,7 @@ def make_engine(
     spec: VariantSpec | None = None,
     *,
     eta: float = DEFAULT_ETA,
+    beta: float = DEFAULT_BETA,
     geometry: Geometry | None = None,
     device: int | str | None = None,
     record_levels: bool = False,
@@ -57,11 +58,11 @@ def make_engine(
     if where == "cpu":
         from blest.runtime.cpu import CPUEngine
 
-        return CPUEngine(prepared, spec, eta=eta)
+        return CPUEngine(prepared, spec, eta=eta, beta=beta)
     if where == "emulator":
         from blest.runtime.emulated import EmulatedEngine
 
-        return EmulatedEngine(prepared, spec, eta=eta)
+        return EmulatedEngine(prepared, spec, eta=eta, beta=beta)
     from blest.runtime.engine import Engine
 
     g = geometry or Geometry()
@@ -69,6 +70,7 @@ def make_engine(
         prepared,
         spec,
         eta=eta,
+        beta=beta,
         device=int(where),
         block_size=g.block_size,
         blocks_per_sm=g.blocks_per_sm,

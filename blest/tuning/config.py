@@ -23,6 +23,7 @@ from typing import Any
 
 from blest._version import __version__
 from blest.codegen.spec import VariantSpec
+from blest.defaults import DEFAULT_BETA
 from blest.errors import ConfigError
 from blest.runtime.protocol import Geometry
 from blest.tuning.files import atomic_write
@@ -319,6 +320,7 @@ class TunedConfig:
     spec: VariantSpec
     eta: float
     geometry: Geometry = field(default_factory=Geometry)
+    beta: float = DEFAULT_BETA  # the return rule (0: off); older configs lack it
     gpu: GPUInfo | None = None
     tuned: bool = False
     notes: list[str] = field(default_factory=list)
@@ -357,6 +359,7 @@ class TunedConfig:
             "variant": self.spec.to_dict(),
             "variant_name": self.spec.name,
             "eta": self.eta,
+            "beta": self.beta,
             "launch_geometry": dataclasses.asdict(self.geometry),
             "gpu": None if self.gpu is None else dataclasses.asdict(self.gpu),
             "notes": list(self.notes),
@@ -395,6 +398,13 @@ class TunedConfig:
         eta = data.get("eta")
         if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not eta >= 0:
             raise ConfigError(f"config.eta must be a number >= 0, got {eta!r}")
+        beta = data.get("beta", DEFAULT_BETA)
+        if (
+            isinstance(beta, bool)
+            or not isinstance(beta, (int, float))
+            or not 0 <= beta < float("inf")
+        ):
+            raise ConfigError(f"config.beta must be a finite number >= 0, got {beta!r}")
         notes = data.get("notes") or []
         if not isinstance(notes, list):
             raise ConfigError("config.notes must be a list")
@@ -406,6 +416,7 @@ class TunedConfig:
             artifact_sha256=art.str("sha256"),
             spec=spec,
             eta=float(eta),
+            beta=float(beta),
             geometry=_geometry(data.get("launch_geometry")),
             gpu=GPUInfo.from_dict(data.get("gpu")),
             tuned=top.bool("tuned"),

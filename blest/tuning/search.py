@@ -48,6 +48,7 @@ import numpy as np
 
 from blest.tuning.space import (
     Candidate,
+    beta_variants,
     eta_variants,
     family_of,
     geometry_variants,
@@ -113,6 +114,7 @@ class Timed:
 def configure(engine: Any, c: Candidate, default_small_queue: int) -> None:
     """Set the runtime knobs of ``c`` on a live engine."""
     engine.eta = c.engine_eta
+    engine.beta = c.engine_beta
     engine.small_queue = default_small_queue if c.small_queue is None else int(c.small_queue)
 
 
@@ -314,8 +316,8 @@ class Search:
 
     def _refine_leaders(self, share: float, extra: Sequence[Candidate] = ()) -> None:
         """``extra`` (default: the leaders) on every tuning source and in the other geometries,
-        then the leaders' eta grid, small-queue thresholds and per-level launch (candidates
-        that ran already are skipped: :meth:`time_group`)."""
+        then the leaders' eta grid, return rule (beta), small-queue thresholds and per-level
+        launch (candidates that ran already are skipped: :meth:`time_group`)."""
         for c in list(extra) or [t.candidate for t in self.best(self.top_k)]:
             self.time_group([c], "coarse", share)
         # (the leaders again: running on every source may have changed them)
@@ -324,6 +326,8 @@ class Search:
                 self.time_one(g, "geometry", share)
         for t in self.best(self.top_k):
             self.time_group(eta_variants(t.candidate), "eta", share)
+        for t in self.best(self.top_k):
+            self.time_group(beta_variants(t.candidate), "beta", share)
         for t in self.best(self.top_k):
             self.time_group(small_queue_variants(t.candidate), "small_queue", share)
         if self.per_level:

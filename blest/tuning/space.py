@@ -4,9 +4,9 @@ The coarse candidates are every persistent variant of the allowed sigmas at eta 
 coarse geometries, for every ordering, and, where the graph's visited bitmap fits in one
 block's shared memory, the block launch (one block of 256, 512 or 1024 threads, and on GPUs
 with thread-block clusters one cluster of 16 blocks of 512); refinement adds, on the best few,
-the other geometries (persistent variants), the eta grid (switching variants), the small-queue
-threshold (persistent variants) and the per-level launch (:mod:`blest.tuning.search` runs the
-stages).
+the other geometries (persistent variants), the eta grid and the return rule's beta
+(switching variants), the small-queue threshold (persistent variants) and the per-level launch
+(:mod:`blest.tuning.search` runs the stages).
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from typing import Any
 
 from blest.codegen.contract import HOPPER_SMEM_OPTIN, SMEM_STATIC_RESERVE, block_max_vertices
 from blest.codegen.spec import VariantSpec, variants
-from blest.defaults import DEFAULT_ETA, SIGMAS
+from blest.defaults import DEFAULT_BETA, DEFAULT_ETA, SIGMAS
 from blest.tuning.paper import paper_spec
 
 __all__ = [
     "COARSE_ETA",
     "ETA_GRID",
+    "BETA_GRID",
     "GEOMETRIES",
     "REFINE_GEOMETRIES",
     "family_of",
@@ -37,6 +38,7 @@ __all__ = [
     "block_fits",
     "coarse_candidates",
     "eta_variants",
+    "beta_variants",
     "geometry_variants",
     "small_queue_variants",
     "per_level_variant",
@@ -46,6 +48,11 @@ __all__ = [
 #: Switching constants tried in refinement; 0 forbids bottom-up levels ("off").
 ETA_GRID = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 0.0)
 COARSE_ETA = DEFAULT_ETA
+#: Return-rule constants tried in refinement besides "off" (after a bottom-up level, stay
+#: bottom-up while |F| * beta >= n). On kron-22 the tail levels that bottom-up wins hold 111K
+#: or more of 4.2M vertices and those top-down wins 3.5K or fewer; on urand-22 top-down wins a
+#: last level of 3-4K (benchmarks/NOTES.md, session 15): n / beta between the two.
+BETA_GRID = (24.0, 100.0, 400.0)
 #: (threads per block, blocks per SM or None for what the occupancy API allows)
 GEOMETRIES: tuple[tuple[int, int | None], ...] = ((256, None), (1024, 1))
 #: Geometries the refinement tries on the leaders: one block of 128 to 512 threads per SM. On
@@ -66,8 +73,8 @@ SMALL_QUEUES = (32, 128)
 
 @dataclass(frozen=True)
 class Candidate:
-    """One timed configuration. ``eta`` is None for variants without switching and
-    ``small_queue`` None for the engine's default."""
+    """One timed configuration. ``eta`` is None for variants without switching, ``beta`` None
+    for the return rule off and ``small_queue`` None for the engine's default."""
 
     ordering: str
     spec: VariantSpec
@@ -75,10 +82,11 @@ class Candidate:
     block_size: int = 256
     blocks_per_sm: int | None = None
     small_queue: int | None = None
+    beta: float | None = None
 
     @property
     def engine_key(self) -> tuple[Any, ...]:
-        """What needs a fresh engine; eta and small_queue are set on a live one."""
+        """What needs a fresh engine; eta, beta and small_queue are set on a live one."""
         return (self.ordering, self.spec, self.block_size, self.blocks_per_sm)
 
     @property
@@ -86,10 +94,16 @@ class Candidate:
         return COARSE_ETA if self.eta is None else float(self.eta)
 
     @property
+    def engine_beta(self) -> float:
+        return DEFAULT_BETA if self.beta is None else float(self.beta)
+
+    @property
     def label(self) -> str:
         parts = [f"{self.ordering}/{self.spec.name}"]
         if self.spec.switching:
             parts.append(f"eta={self.eta:g}" if self.eta else "eta=off")
+            if self.beta:
+                parts.append(f"beta={self.beta:g}")
         bps = "occ" if self.blocks_per_sm is None else str(self.blocks_per_sm)
         parts.append(f"{self.block_size}x{bps}")
         if self.small_queue is not None:
@@ -105,6 +119,7 @@ class Candidate:
             "block_size": self.block_size,
             "blocks_per_sm": self.blocks_per_sm,
             "small_queue": self.small_queue,
+            "beta": self.beta,
         }
 
     @classmethod
@@ -116,6 +131,7 @@ class Candidate:
             block_size=int(d.get("block_size", 256)),
             blocks_per_sm=d.get("blocks_per_sm"),
             small_queue=d.get("small_queue"),
+            beta=None if d.get("beta") is None else float(d["beta"]),
         )
 
 
@@ -214,6 +230,14 @@ def eta_variants(c: Candidate) -> list[Candidate]:
     if not c.spec.switching:
         return []
     return [replace(c, eta=e) for e in ETA_GRID if e != c.eta]
+
+
+def beta_variants(c: Candidate) -> list[Candidate]:
+    """The return rule's other settings (off and :data:`BETA_GRID`) for a switching candidate
+    (none otherwise)."""
+    if not c.spec.switching:
+        return []
+    return [replace(c, beta=b) for b in (None, *BETA_GRID) if b != c.beta]
 
 
 def geometry_variants(c: Candidate) -> list[Candidate]:

@@ -36,6 +36,7 @@ def summary_lines(cfg: TunedConfig) -> list[str]:
         f"{prep_s:.2f} s",
         f"variant    {cfg.spec.name}"
         + (f"  eta={cfg.eta:g}" if cfg.spec.switching else "")
+        + (f"  beta={cfg.beta:g}" if cfg.spec.switching and cfg.beta else "")
         + f"  [{_geometry(cfg)}]",
     ]
     if cfg.tuned:
