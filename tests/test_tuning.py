@@ -4,6 +4,7 @@ the search logic (driven by fake engines and a fake clock), source splitting, th
 from __future__ import annotations
 
 import json
+import time
 import types
 import warnings
 from dataclasses import replace
@@ -822,9 +823,19 @@ def test_gpu_tuning_flow_with_emulating_engines(tmp_path, rng, monkeypatch):
     monkeypatch.setattr("blest.codegen.toolchain.require_gpu", lambda d=None: (0, "sm_90", "FG"))
     monkeypatch.setattr("blest.runtime.engine.Engine", EmulatingEngine)
     g = make_directed(rng, 200)
+    held_out, searched = tuner_mod._held_out, []
+
+    def slow_report(search, *args):  # the search's time is what the budget bounds
+        searched.append(search.elapsed_s)
+        report = held_out(search, *args)
+        time.sleep(0.2)
+        return report
+
+    monkeypatch.setattr(tuner_mod, "_held_out", slow_report)
     out = tune(g, source="/d/g.mtx", use_gpu=True, sigmas=(8, 16), orderings=["natural", "rcm"])
     cfg = write_tuned(out, tmp_path / "g.blest.json")
     assert cfg.tuned and cfg.gpu == GPUInfo("FG", "9.0", "sm_90")
+    assert cfg.timing["elapsed_s"] <= searched[0] and cfg.timing["check_and_report_s"] >= 0.2
     assert cfg.spec.sigma == 16 and cfg.geometry.block_size == 1024 and not cfg.spec.dirty_sets
     rows = cfg.timing["candidates"]
     assert rows[0]["stage"] == "paper" and {r["stage"] for r in rows} >= {"coarse", "eta", "beta"}
