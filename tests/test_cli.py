@@ -167,6 +167,12 @@ def test_bfs_info_source_with_small_config(small, capsys):
         assert np.array_equal(np.load(out), bfs_levels(g, src))
     assert main(["bfs", str(d / "small.mtx"), "3"]) == 0  # a graph file still works
     assert "reached" in capsys.readouterr().out
+    out = d / "beta.npy"  # the return rule: the emulator without a GPU, the kernel with one
+    assert (
+        main(["bfs", str(d / "small.mtx"), "3", "--eta", "1e9", "--beta", "4", "--out", str(out)])
+        == 0
+    )
+    assert np.array_equal(np.load(out), bfs_levels(g, 3))
     assert main(["info", str(cfg)]) == 0
     assert "tuned      no" in capsys.readouterr().out
     assert main(["info", str(d / "small.mtx"), "--sigmas", "8"]) == 0
@@ -235,6 +241,8 @@ def test_blest_user_errors(small, capsys):
         (["bfs", str(cfg), "x"], "invalid int value"),
         (["bfs", str(cfg), "1", "--sigma", "8"], "--sigma cannot be combined"),
         (["bfs", str(cfg), "1", "--eta", "5"], "--eta cannot be combined"),
+        (["bfs", str(cfg), "1", "--beta", "5"], "--beta cannot be combined"),
+        (["bfs", str(d / "small.mtx"), "1", "--beta", "-1"], "beta must be >= 0"),
         (["bfs", str(d / "broken.blest.json"), "1", "--out", out], "not valid JSON"),
         (["bfs", str(d / "future.blest.json"), "1"], "re-run blest-tune"),
         (["bfs", str(d / "absent.blest.json"), "1"], "no such tuned config"),

@@ -28,7 +28,7 @@ from blest.cli.common import (
 from blest.cli.graphs import GRAPH_HELP, given_graph_flags, graph_flags, load, user_to_graph_id
 from blest.cli.outputs import check_levels_output, print_json, write_levels
 from blest.codegen.spec import VariantSpec, variants
-from blest.defaults import DEFAULT_ARCH, DEFAULT_ETA, SIGMAS, SOURCE_SEED
+from blest.defaults import DEFAULT_ARCH, DEFAULT_BETA, DEFAULT_ETA, SIGMAS, SOURCE_SEED
 from blest.errors import ArgumentError, BlestError
 
 EXAMPLES = """examples:
@@ -148,7 +148,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- bfs
-def _run_bfs(graph: Any, src: int, spec: VariantSpec, eta: float) -> tuple[np.ndarray, dict]:
+def _run_bfs(
+    graph: Any, src: int, spec: VariantSpec, eta: float, beta: float
+) -> tuple[np.ndarray, dict]:
     """Levels from the GPU engine, or from the kernel emulator without a GPU."""
     from blest.graph.prepared import Prepared
     from blest.runtime.factory import make_engine, resolve_device
@@ -157,7 +159,7 @@ def _run_bfs(graph: Any, src: int, spec: VariantSpec, eta: float) -> tuple[np.nd
     if device == "cpu":
         device = "emulator"  # the CLI shows what the kernel computes
     prep = Prepared.from_graph(graph, spec.sigma)
-    with make_engine(prep, spec, eta=eta, device=device) as eng:
+    with make_engine(prep, spec, eta=eta, beta=beta, device=device) as eng:
         levels = eng.bfs(src)
         engine = "no GPU: NumPy emulator of the kernel (slow but exact)"
         if device != "emulator":
@@ -174,7 +176,7 @@ def _tuned_bfs(args: argparse.Namespace) -> tuple[np.ndarray, int, dict]:
     from blest.tuning.loader import load_tuned
 
     given = given_spec_flags(args) + given_graph_flags(args)
-    given += ["--eta"] if args.eta is not None else []
+    given += [f"--{k}" for k in ("eta", "beta") if getattr(args, k) is not None]
     if given:
         raise BlestError(f"{', '.join(given)} cannot be combined with a tuned config")
     check_source(args.src, read_config(args.graph).graph.n)  # before any warning
@@ -199,8 +201,9 @@ def _cmd_bfs(args: argparse.Namespace) -> int:
     else:
         graph = load(args.graph, args)
         eta = DEFAULT_ETA if args.eta is None else args.eta
+        beta = DEFAULT_BETA if args.beta is None else args.beta
         src = user_to_graph_id(graph, args.src)
-        levels, info = _run_bfs(graph, src, spec_from(args), eta)
+        levels, info = _run_bfs(graph, src, spec_from(args), eta, beta)
         n, labels = graph.n, graph.labels
     reached, depth = int((levels >= 0).sum()), int(levels.max())
     if args.out:
@@ -298,6 +301,12 @@ def _bfs_parser(sub: Any) -> None:
         "(vertex,level with a header), - (text on standard output); default: not written",
     )
     b.add_argument("--eta", type=float, help=f"graph files only (default {DEFAULT_ETA:g})")
+    b.add_argument(
+        "--beta",
+        type=float,
+        help="graph files only: after a bottom-up level, stay bottom-up while the frontier "
+        f"holds at least n/beta vertices (default {DEFAULT_BETA:g}: off)",
+    )
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     spec_args(b)
     graph_flags(b, legacy_no_directed=True)
