@@ -4,9 +4,9 @@ over the protocol sources and the per-level stage split of one source, for each 
     python3 benchmarks/probe_patches.py urand-20,kron-21 s8_lazy_csr_switch_pers base,nofilter
 
 The patches (PATCHES) are experiments on the CUDA-core top-down of expand="csr", on the
-bottom-up step (``bu_*``), on the grid barrier (``barrier_*``) and on the deliver pass
-(``deliver*``); a patch whose text is not in the source stops the run. Each patched kernel's
-registers and local (spilled) bytes are printed beside it.
+bottom-up step (``bu_*``), on the grid barrier (``barrier_*``), on the deliver pass
+(``deliver*``) and on the vss queue (``vss_ahead``); a patch whose text is not in the source
+stops the run. Each patched kernel's registers and local (spilled) bytes are printed beside it.
 """
 
 from __future__ import annotations
@@ -46,6 +46,25 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     ],
     "deliver_identity": [  # timing only: the levels stay in internal ids (wrong when reordered)
         ("const int* const by = g.new_of_old;", "const int* const by = nullptr;")
+    ],
+    "vss_ahead": [  # the vss queue: the warp's next entry loads while this VSS expands
+        (
+            """    for (long long i = lv.wk.warp; i < (long long)qsize; i += lv.wk.n_warps) {
+        const int2 entry = __ldcg(q + i);
+        const int v = entry.x;
+        const VssWords w = load_vss(g, v, lane, prefetch_rows);
+        const u32 alpha = set_alpha(lv.f_cur, entry.y);
+        expand_vss""",
+            """    long long i = lv.wk.warp;
+    int2 entry = i < (long long)qsize ? __ldcg(q + i) : make_int2(0, 0);
+    while (i < (long long)qsize) {
+        const int v = entry.x;
+        const VssWords w = load_vss(g, v, lane, prefetch_rows);
+        const u32 alpha = set_alpha(lv.f_cur, entry.y);
+        i += lv.wk.n_warps;
+        if (i < (long long)qsize) entry = __ldcg(q + i);
+        expand_vss""",
+        )
     ],
     "barrier_watch1": [("#define BARRIER_WATCH_EVERY 64u", "#define BARRIER_WATCH_EVERY 1u")],
     "barrier_fences": [  # session 13's barrier: full fences around a relaxed arrival and poll
