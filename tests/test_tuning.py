@@ -477,15 +477,18 @@ def _cost(c: Candidate, eta: float, sq: int) -> float:
 
 
 class FakeEngine:
-    """``cost(candidate, eta, small_queue, src)`` ms per traversal; building costs ``build_s``
-    and a traversal ``call_s`` plus its own time on the fake clock."""
+    """``cost(candidate, eta, small_queue, src)`` ms per traversal, plus ``beta_cost(beta)``
+    (default 0); building costs ``build_s`` and a traversal ``call_s`` plus its own time on the
+    fake clock."""
 
     def __init__(self, c: Candidate, clock: FakeClock, fail: bool = False, cost=None,
-                 build_s: float = 0.05, call_s: float = 0.001) -> None:  # fmt: skip
+                 build_s: float = 0.05, call_s: float = 0.001, beta_cost=None) -> None:  # fmt: skip
         self.c, self.clock, self.fail = c, clock, fail
         self.cost = cost or (lambda c, eta, sq, src: _cost(c, eta, sq))
+        self.beta_cost = beta_cost or (lambda beta: 0.0)
         self.call_s = call_s
         self.eta, self.small_queue = c.engine_eta, 16 if c.small_queue is None else c.small_queue
+        self.beta = c.engine_beta
         self.closed = False
         self.calls = 0
         clock.t += build_s
@@ -494,7 +497,7 @@ class FakeEngine:
         if self.fail:
             raise RuntimeError("a grid barrier timed out")
         self.calls += 1
-        ms = self.cost(self.c, self.eta, self.small_queue, src)
+        ms = self.cost(self.c, self.eta, self.small_queue, src) + self.beta_cost(self.beta)
         self.clock.t += self.call_s + ms / 1e3
         self.stats = types.SimpleNamespace(traversal_ms=ms)
 
@@ -516,6 +519,20 @@ def _search(budget: float, per_level: bool = True, fail=lambda c: False, confirm
     s = Search(make, range(8), confirm_sources=confirm, budget_s=budget, clock=clock,
                per_level=per_level)  # fmt: skip
     return s, engines, clock
+
+
+def test_refinement_tries_the_return_rule():
+    """Where the return rule pays (beta 100 saves 4%), the "beta" stage finds it on the
+    leaders and the pick carries it; where it does not, the pick keeps it off."""
+    coarse = coarse_candidates(["natural", "rcm"])
+    s, _, _ = _search(budget=1e6, beta_cost=lambda beta: 0.0 if beta == 100.0 else 0.05)
+    s.run(coarse)
+    best = s.pick().candidate
+    assert best.spec.switching and best.beta == 100.0 and best.eta == 20.0
+    assert {t.candidate.beta for t in s.results if t.stage == "beta"} >= {*BETA_GRID}
+    s, _, _ = _search(budget=1e6)
+    s.run(coarse)
+    assert s.pick().candidate.beta is None
 
 
 def test_search_finds_the_optimum_with_enough_budget():
