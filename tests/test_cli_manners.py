@@ -9,6 +9,7 @@ import argparse
 import io
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -327,3 +328,36 @@ def test_packaging_metadata():
     license_text = (REPO / "LICENSE").read_text()
     assert "BSD 3-Clause" in license_text
     assert "Copyright (c) 2026, the blest developers" in license_text
+
+
+def test_a_swallowed_ctrl_c_still_stops_before_anything_is_published(tuned, capsys, monkeypatch):
+    """A Ctrl-C whose KeyboardInterrupt is lost on the way (Numba drops the exceptions raised
+    in its ctypes callbacks, so during a JIT compile) still stops the command: blest-tune
+    publishes neither artifact nor config, the old pair stays whole, and the status is 130."""
+    import os
+    import signal
+
+    d, g, cfg = tuned
+    before = {p.name: p.read_bytes() for p in d.iterdir()}
+    real_tune = tuner_mod.tune
+
+    def swallowing_tune(*args, **kwargs):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+        except KeyboardInterrupt:
+            pass  # what a ctypes callback does with it
+        return real_tune(*args, **kwargs)
+
+    monkeypatch.setattr(tuner_mod, "tune", swallowing_tune)
+    argv = [str(d / "g.mtx"), "-o", str(cfg), "-q", "--ordering", "natural"]
+    assert tune_main(argv) == 130
+    assert "blest-tune: interrupted" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in d.iterdir()} == before
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no GPU: SciPy answers
+        eng = blest.load_tuned(cfg)
+    with eng:
+        assert eng.prepared.permutation.name == "rcm"
+        np.testing.assert_array_equal(eng.bfs(5), bfs_levels(g, 5))
+    monkeypatch.setattr(tuner_mod, "tune", real_tune)  # the next run is not stopped by the last
+    assert tune_main(argv) == 0

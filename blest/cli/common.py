@@ -20,13 +20,13 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 from blest._version import __version__
 from blest.codegen.spec import VariantSpec
 from blest.defaults import SIGMAS
 from blest.errors import BlestError
-from blest.tuning.files import Terminated, signals_raise
+from blest.tuning.files import Terminated, raise_if_stopped, stops_recorded
 
 EXIT_USER_ERROR = 2
 EXIT_BROKEN_PIPE = 128 + 13
@@ -212,20 +212,6 @@ def one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-@contextlib.contextmanager
-def _signals() -> Iterator[None]:
-    """Ctrl-C raises KeyboardInterrupt, SIGTERM / SIGHUP raise Terminated (main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with signals_raise():
-            yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so that Python's final flush does not complain again."""
     with contextlib.suppress(Exception):
@@ -264,11 +250,13 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
         print(f"{prog}: warning: {message}", file=sys.stderr)
 
     args = None
-    with _signals(), warnings.catch_warnings():
+    with stops_recorded(), warnings.catch_warnings():
         warnings.showwarning = warn
         try:
             args = parser.parse_args(argv)
-            return _run_command(args.func, args)
+            status = _run_command(args.func, args)
+            raise_if_stopped()  # a stop whose exception was lost on the way (files.stops_recorded)
+            return status
         except BrokenPipeError:
             _silence_stdout()
             return EXIT_BROKEN_PIPE

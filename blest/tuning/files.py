@@ -37,9 +37,11 @@ __all__ = [
     "exclusive_lock",
     "failpoint",
     "publish_by_hash",
+    "raise_if_stopped",
     "removing_on_error",
     "sha256_file",
     "signals_raise",
+    "stops_recorded",
     "sweep_stale_temps",
 ]
 
@@ -63,15 +65,57 @@ class Terminated(KeyboardInterrupt):
 
 
 # ---------------------------------------------------------------------- signals
-def _raise_terminated(owner: int) -> Callable[[int, object], None]:
+#: The stop signal received inside :func:`stops_recorded` (0: none yet).
+_STOP = [0]
+
+
+def _raise_terminated(owner: int, record: bool = False) -> Callable[[int, object], None]:
     def handler(signum: int, _frame: object) -> None:
         if os.getpid() != owner:  # a forked child inherited the handler: die as by default
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
+        if record:
+            _STOP[0] = signum
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         raise Terminated(signum)
 
     return handler
+
+
+@contextlib.contextmanager
+def stops_recorded() -> Iterator[None]:
+    """For a command line: within the block, SIGINT raises KeyboardInterrupt and SIGTERM /
+    SIGHUP (where still at their default disposition) raise :class:`Terminated`, and each
+    signal is also remembered, for :func:`raise_if_stopped`. An exception raised in a signal
+    handler can be lost: Numba reports and drops the ones raised inside its ctypes callbacks,
+    so a Ctrl-C during a JIT compile would let the work go on and publish its files. Main
+    thread only (elsewhere the block runs unchanged); the previous handlers are restored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = _raise_terminated(os.getpid(), record=True)
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, handler)}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            previous[sig] = signal.signal(sig, handler)
+    _STOP[0] = 0
+    try:
+        yield
+    finally:
+        _STOP[0] = 0
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def raise_if_stopped() -> None:
+    """Raise again the stop a signal asked for within :func:`stops_recorded`, in case its
+    exception was lost on the way (nothing outside that block)."""
+    if _STOP[0] == signal.SIGINT:
+        raise KeyboardInterrupt
+    if _STOP[0]:
+        raise Terminated(_STOP[0])
 
 
 @contextlib.contextmanager
@@ -194,6 +238,7 @@ def atomic_write(
         _flush(f)
         if point:
             failpoint(point)
+        raise_if_stopped()
         os.replace(tmp, path)
     return path
 
@@ -212,6 +257,7 @@ def publish_by_hash(
         target = base.with_name(f"{base.stem}.{digest[:12]}{base.suffix}")
         if point:
             failpoint(point)
+        raise_if_stopped()
         os.replace(tmp, target)
     return target, digest
 
