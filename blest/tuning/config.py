@@ -308,6 +308,14 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+def _switching_constant(value: Any, name: str, what: str, finite: bool = False) -> float:
+    """``config.<name>``, a number >= 0 (below infinity if ``finite``), as a float."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+    if not ok or (finite and value == float("inf")):
+        raise ConfigError(f"config.{name} must be {what}, got {value!r}")
+    return float(value)
+
+
 # ---------------------------------------------------------------------- the config
 @dataclass
 class TunedConfig:
@@ -395,16 +403,10 @@ class TunedConfig:
             spec = VariantSpec.from_dict(data.get("variant"))
         except (TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"variant is invalid ({exc})") from None
-        eta = data.get("eta")
-        if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not eta >= 0:
-            raise ConfigError(f"config.eta must be a number >= 0, got {eta!r}")
-        beta = data.get("beta", DEFAULT_BETA)
-        if (
-            isinstance(beta, bool)
-            or not isinstance(beta, (int, float))
-            or not 0 <= beta < float("inf")
-        ):
-            raise ConfigError(f"config.beta must be a finite number >= 0, got {beta!r}")
+        eta = _switching_constant(data.get("eta"), "eta", "a number >= 0")
+        beta = _switching_constant(
+            data.get("beta", DEFAULT_BETA), "beta", "a finite number >= 0", finite=True
+        )
         notes = data.get("notes") or []
         if not isinstance(notes, list):
             raise ConfigError("config.notes must be a list")
@@ -415,8 +417,8 @@ class TunedConfig:
             artifact=art.str("path"),
             artifact_sha256=art.str("sha256"),
             spec=spec,
-            eta=float(eta),
-            beta=float(beta),
+            eta=eta,
+            beta=beta,
             geometry=_geometry(data.get("launch_geometry")),
             gpu=GPUInfo.from_dict(data.get("gpu")),
             tuned=top.bool("tuned"),

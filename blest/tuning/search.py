@@ -16,7 +16,7 @@ trims every stage a little instead of leaving a whole part of the space untried:
    sources they all ran.
 2. *refine* (to ``REFINE_SHARE``): the leaders run on every tuning source, then in the other
    launch geometries, then the leaders (by then perhaps in another geometry) get their eta
-   grid, small-queue thresholds and per-level launch.
+   grid, the return rule's beta, small-queue thresholds and per-level launch.
 3. *confirm* (the rest): the best configuration of each of the ``CONFIRM_K`` fastest (ordering,
    sigma, geometry) groups (the block launch a group apart) runs on confirmation sources, drawn
    apart from the tuning and held-out ones (variants of one group tend to err together on a few
