@@ -1,11 +1,13 @@
 """A variant against text patches of its own rendered source, in one process: mean traversal
-over the protocol sources and the per-level stage split of one source, for each patch.
+over the protocol sources and the per-level stage split (lazy variants) or level times (eager
+ones) of one source, for each patch.
 
     python3 benchmarks/probe_patches.py urand-20,kron-21 s8_lazy_csr_switch_pers base,nofilter
 
 The patches (PATCHES) are experiments on the CUDA-core top-down of expand="csr", on the
 bottom-up step (``bu_*``), on the grid barrier (``barrier_*``), on the deliver pass
-(``deliver*``) and on the vss queue (``vss_ahead``); a patch whose text is not in the source
+(``deliver*``), on the vss queue (``vss_ahead``) and on the resident queue's visited
+filter (``res_*``); a patch whose text is not in the source
 stops the run. Each patched kernel's registers and local (spilled) bytes are printed beside it.
 """
 
@@ -21,6 +23,7 @@ import blest.runtime.engine as ENGINE
 
 RENDER = sys.modules["blest.codegen.render"]
 
+_RES_CHECK = "const bool check_visited = 32ull * top.fresh >= (unsigned long long)(u32)g.n;"
 PATCHES: dict[str, list[tuple[str, str]]] = {
     "base": [],
     "nofilter": [("if (head[k] >= 0 && check_visited) {", "if (head[k] >= 0 && false) {")],
@@ -66,6 +69,16 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
         expand_vss""",
         )
     ],
+    # the resident queue's visited filter (level.cu.j2): session 17's first rule, always, never
+    "res_check_quarter": [
+        (
+            _RES_CHECK,
+            "const bool check_visited = 4ull * top.visited >= (u32)g.n && "
+            "32ull * top.fresh >= (u32)g.n;",
+        )  # fmt: skip
+    ],
+    "res_check_always": [(_RES_CHECK, "const bool check_visited = true;")],
+    "res_check_never": [(_RES_CHECK, "const bool check_visited = false;")],
     "barrier_watch1": [("#define BARRIER_WATCH_EVERY 64u", "#define BARRIER_WATCH_EVERY 1u")],
     "barrier_fences": [  # session 13's barrier: full fences around a relaxed arrival and poll
         ("add_release(count, 1ull);", "__threadfence();\n        atomicAdd(count, 1ull);"),
@@ -124,9 +137,12 @@ def main() -> None:
                 eng.bfs(int(b.sources[0]))
                 eng.bfs(int(b.sources[0]))
                 stages = eng.stage_times_ms()
+                levels_ms, _ = eng.level_times_ms()
             if stages is not None:  # lazy variants
                 split = " | ".join(f"{a:.1f}/{c:.1f}" for a, c in stages * 1e3)
                 print("   stages us:", split, flush=True)
+            else:
+                print("   levels us:", " ".join(f"{1e3 * t:.1f}" for t in levels_ms), flush=True)
         RENDER.render = ENGINE.render = original
 
 

@@ -72,6 +72,8 @@ def variant_set(which: str) -> list[VariantSpec]:
             ]
         out.append(VariantSpec(sigma=8, update="lazy", dirty_sets=True, launch="per_level"))
         out.append(VariantSpec.block(8))  # the whole BFS in one thread block
+        # each warp's VSSs in registers (small graphs; big ones load most VSSs every level)
+        out.append(VariantSpec(sigma=32, update="eager", queue="resident", switching=False))
         return out
     if which.startswith("{"):
         return [VariantSpec.from_json(which)]

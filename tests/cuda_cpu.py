@@ -93,9 +93,12 @@ template <class T> inline void __stcg(T* p, T v) {
 #define SEQ_CST __ATOMIC_SEQ_CST
 template <class T, class U> inline T atomicAdd(T* p, U v) {
     return __atomic_fetch_add(p, (T)v, SEQ_CST); }
-template <class T, class U> inline T atomicOr(T* p, U v) {
+// Atomic OR and AND are calls, not inlined: GCC 12.2 at -O1 compiled an inlined fetch_or whose
+// operand was also the other arm of a conditional (hit ? atomicOr(p, bit) : bit) into a
+// compare-and-swap loop that had lost the operand and wrote the old word back.
+template <class T, class U> __attribute__((noinline)) T atomicOr(T* p, U v) {
     return __atomic_fetch_or(p, (T)v, SEQ_CST); }
-template <class T, class U> inline T atomicAnd(T* p, U v) {
+template <class T, class U> __attribute__((noinline)) T atomicAnd(T* p, U v) {
     return __atomic_fetch_and(p, (T)v, SEQ_CST); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }

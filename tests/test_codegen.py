@@ -25,18 +25,20 @@ COVERING = [
     VariantSpec.block(4, 8),
     VariantSpec.block(16, 16),
     VariantSpec.csr(4, switching=False),
+    VariantSpec(sigma=16, update="eager", queue="resident", switching=False),
 ]
 
 
 def test_space_size_and_validity():
-    # 80 BVSS variants on tensor cores, 8 expanding on CUDA cores (per sigma, with and without
-    # switching); per sigma, the block launch on one block and on clusters of 2 to 16
-    assert len(ALL) == len(set(ALL)) == 108
+    # 80 BVSS variants on tensor cores (and per sigma the resident queue), 8 expanding on CUDA
+    # cores (per sigma, with and without switching); per sigma, the block launch on one block
+    # and on clusters of 2 to 16
+    assert len(ALL) == len(set(ALL)) == 112
     for key, values in {
         "sigma": {4, 8, 16, 32},
         "update": {"eager", "lazy"},
         "dirty_sets": {False, True},
-        "queue": {"vss", "sweep"},
+        "queue": {"vss", "sweep", "resident"},
         "switching": {False, True},
         "launch": {"persistent", "per_level", "block"},
         "cluster": {1, 2, 4, 8, 16},
@@ -45,7 +47,12 @@ def test_space_size_and_validity():
         assert {getattr(s, key) for s in ALL} == values
         assert {getattr(s, key) for s in COVERING} == values
     assert all(not (s.update == "eager" and (s.dirty_sets or s.switching)) for s in ALL)
-    assert len(list(variants(sigma=8, update="eager"))) == 9  # 4 BVSS, block, 4 clusters
+    # 4 BVSS, the resident queue, block, 4 clusters
+    assert len(list(variants(sigma=8, update="eager"))) == 10
+    resident = [s for s in ALL if s.queue == "resident"]
+    assert [s.name for s in resident] == [f"s{s}_eager_resident_pers" for s in (4, 8, 16, 32)]
+    with pytest.raises(ValueError, match="sigma must be one of"):
+        list(variants(sigma=7))  # a value no spec takes is an error, not an empty space
     block = list(variants(launch="block", cluster=1))
     assert [s.sigma for s in block] == [4, 8, 16, 32]
     assert all(s == VariantSpec.block(s.sigma) and s.name == f"s{s.sigma}_block" for s in block)
@@ -84,6 +91,8 @@ def test_space_size_and_validity():
         {"expand": "csr", "queue": "sweep", "launch": "per_level"},
         {"expand": "csr", "update": "eager", "queue": "sweep", "switching": False},
         {"expand": "tensor"},
+        {"queue": "resident"},  # the defaults are lazy
+        {"queue": "resident", "update": "eager", "switching": False, "launch": "per_level"},
     ],
 )
 def test_invalid_specs_raise(bad):

@@ -33,7 +33,7 @@ CLASSES = tuple(GRAPH_CLASSES)
 
 # Every emulator variant: eager x queue, lazy x dirty x queue x (no switching or an eta).
 ETAS = (None, 0.5, 2.0, 10.0, 1e9)  # None: switching off; 1e9: bottom-up whenever |Q| > 0
-ALL_VARIANTS: list[dict] = [dict(update="eager", queue=q) for q in ("vss", "sweep")] + [
+ALL_VARIANTS: list[dict] = [dict(update="eager", queue=q) for q in ("vss", "sweep", "resident")] + [
     dict(update="lazy", dirty_sets=d, queue=q, switching=e is not None, eta=e or 10.0)
     for d, q, e in itertools.product((False, True), ("vss", "sweep"), ETAS)
 ]
@@ -373,6 +373,8 @@ def test_emulate_spec_and_options(rng):
         emulate_bfs(b, g, src, update="eager", switching=True)
     with pytest.raises(ValueError):
         emulate_bfs(b, g, src, queue="bogus")
+    with pytest.raises(ValueError, match="resident.*eager"):
+        emulate_bfs(b, g, src, update="lazy", queue="resident")
     res = emulate_bfs(b, g.in_csr, src, switching=True, eta=1e9, record=False)
     assert res.states is None
     np.testing.assert_array_equal(res.levels, ref)

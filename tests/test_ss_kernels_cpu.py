@@ -40,6 +40,8 @@ SPECS = [
     VariantSpec(sigma=16, update="lazy", dirty_sets=True, queue="vss", switching=False),
     VariantSpec(sigma=32, update="eager", queue="vss", switching=False),
     VariantSpec(sigma=8, update="eager", queue="sweep", switching=False),
+    VariantSpec(sigma=32, update="eager", queue="resident", switching=False),
+    VariantSpec(sigma=8, update="eager", queue="resident", switching=False),
     VariantSpec.csr(8, switching=True),
     VariantSpec.csr(16, switching=False),
 ]

@@ -40,6 +40,7 @@ from blest.tuning.space import (
     GEOMETRIES,
     HOPPER_SMEM_LIMIT,
     REFINE_GEOMETRIES,
+    RESIDENT_MAX_N,
     SMALL_QUEUES,
     Candidate,
     beta_variants,
@@ -363,8 +364,9 @@ def test_split_sources(rng):
 def test_space():
     specs = persistent_specs((8, 16))
     assert all(s.launch == "persistent" and s.sigma in (8, 16) for s in specs)
-    assert specs[0].sigma == 8 and len(specs) == 24  # 10 on tensor cores, 2 csr, per sigma
-    coarse = coarse_candidates(["natural", "rcm"], (8,))
+    # per sigma: 10 on tensor cores, the resident queue, 2 csr
+    assert specs[0].sigma == 8 and len(specs) == 26
+    coarse = coarse_candidates(["natural", "rcm"], (8,))  # no n: no resident queue
     assert len(coarse) == len(GEOMETRIES) * 12 * 2 and len(set(coarse)) == len(coarse)
     assert all(c.eta == (10.0 if c.spec.switching else None) for c in coarse)
     sw = next(c for c in coarse if c.spec.switching)
@@ -395,6 +397,25 @@ def test_space():
     assert geometry_variants(pl) == [] and geometry_variants(paper_candidate("rcm", 1.0, True))
 
 
+def test_space_holds_the_resident_queue_on_small_graphs_only():
+    """The resident queue joins the coarse pass on graphs of at most RESIDENT_MAX_N vertices,
+    in every geometry and ordering, and takes no small-queue threshold and no per-level
+    launch (it keeps no |Q|, and its registers live for one launch)."""
+    orderings = ["natural", "rcm"]
+    small = coarse_candidates(orderings, (8, 32), n=RESIDENT_MAX_N)
+    resident = [c for c in small if c.spec.queue == "resident"]
+    assert {(c.ordering, c.spec.sigma, c.block_size) for c in resident} == {
+        (o, s, b) for o in orderings for s in (8, 32) for b, _ in GEOMETRIES
+    }
+    assert all(c.spec.update == "eager" and c.eta is None for c in resident)
+    assert all(small_queue_variants(c) == [] and per_level_variant(c) is None for c in resident)
+    assert all(len(geometry_variants(c)) == len(GEOMETRIES + REFINE_GEOMETRIES) - 1
+               for c in resident)  # fmt: skip
+    big = coarse_candidates(orderings, (8, 32), n=RESIDENT_MAX_N + 1)
+    assert [c for c in small if c.spec.queue != "resident"] == big
+    assert not any(c.spec.queue == "resident" for c in big)
+
+
 def test_space_holds_the_block_launch_where_its_bitmap_fits():
     """One block-launch candidate per (block size, ordering, sigma) when the graph's visited
     bitmap fits in a block's shared memory (about 1.8M vertices on Hopper), none otherwise."""
@@ -403,7 +424,8 @@ def test_space_holds_the_block_launch_where_its_bitmap_fits():
     assert plain == coarse_candidates(orderings, (8, 16), n=None)  # no n: no block launch
     small = coarse_candidates(orderings, (8, 16), n=114_599)
     block = [c for c in small if c.spec.launch == "block"]
-    assert [c for c in small if c.spec.launch != "block"] == plain
+    grid = [c for c in small if c.spec.launch != "block" and c.spec.queue != "resident"]
+    assert grid == plain
     assert {(c.ordering, c.spec, c.block_size) for c in block} == {
         (o, VariantSpec.block(s), b) for o in orderings for s in (8, 16) for b in BLOCK_GEOMETRIES
     }

@@ -134,7 +134,7 @@ def spec_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"default {'on' if d.dirty_sets else 'off'}",
     )
-    p.add_argument("--queue", choices=("vss", "sweep"), help=f"default {d.queue}")
+    p.add_argument("--queue", choices=("vss", "sweep", "resident"), help=f"default {d.queue}")
     p.add_argument(
         "--switching",
         action=argparse.BooleanOptionalAction,

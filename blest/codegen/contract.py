@@ -26,6 +26,7 @@ __all__ = [
     "SLOT_WORDS",
     "frontier_buffers",
     "queue_buffers",
+    "resident_vss",
     "SMEM_STATIC_RESERVE",
     "HOPPER_SMEM_OPTIN",
     "BLOCK_SMEM_QUEUE",
@@ -127,6 +128,14 @@ def frontier_buffers(spec: VariantSpec) -> int:
 def queue_buffers(spec: VariantSpec) -> int:
     """Rotation depth of the queue and its counters (eager resets two levels ahead)."""
     return 4 if spec.update == "eager" else 2
+
+
+def resident_vss(spec: VariantSpec) -> int:
+    """VSSs each warp of a ``queue="resident"`` kernel keeps in registers (its slice set, mask
+    word and theta row ids each): about twelve registers a warp's lane, within the 64 that a
+    1,024-thread block allows. A graph of more than this many VSSs per warp loads the rest at
+    every level."""
+    return {1: 4, 2: 3, 4: 2, 8: 1}[spec.theta]
 
 
 #: Shared-memory bytes kept free of a kernel's dynamic share for what it declares statically.

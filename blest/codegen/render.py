@@ -24,6 +24,7 @@ from blest.codegen.contract import (
     HUB_DEGREE,
     frontier_buffers,
     queue_buffers,
+    resident_vss,
 )
 from blest.codegen.spec import VariantSpec
 from blest.errors import ArgumentError
@@ -189,6 +190,7 @@ def _context(spec: VariantSpec) -> dict:
         "row_load_bytes": 4 * spec.theta,
         "frontier_buffers": frontier_buffers(spec),
         "queue_buffers": queue_buffers(spec),
+        "resident": resident_vss(spec),
         "ctl_fields": CTL_FIELDS,
         "ctl_words": CTL_WORDS,
         "reset_ahead": 1 if spec.update == "eager" else 0,

@@ -7,8 +7,11 @@ Axes (docs/variants.md):
   (Alg. 3: no-return atomic marks into V_next, then a coalesced finalization sweep).
 * ``dirty_sets`` - lazy only: Stage 1 also marks which V_next words it touched, so the
   finalization visits only those (plus the words of the old frontier it must clear).
-* ``queue`` - ``vss`` (a work queue of the VSSs of frontier-touching slice sets) or ``sweep``
-  (every VSS each level, skipping those whose frontier word is zero).
+* ``queue`` - ``vss`` (a work queue of the VSSs of frontier-touching slice sets), ``sweep``
+  (every VSS each level, skipping those whose frontier word is zero) or ``resident`` (eager,
+  persistent only: each warp keeps the VSSs it owns in registers from level to level and checks
+  their frontier words at every level; no queue is written and |Q| is not counted, so
+  ``small_queue`` does not apply. For graphs of a few thousand VSSs, whose levels are latency).
 * ``switching`` - lazy only: levels where #unvisited < eta * |Q_curr| run the CUDA-core
   bottom-up step (Alg. 4) over ``in_csr`` instead of the tensor cores; eta is a runtime argument.
 * ``launch`` - ``persistent`` (one cooperative kernel with grid barriers), ``per_level``
@@ -50,7 +53,7 @@ _CHOICES: dict[str, tuple] = {
     "sigma": SIGMAS,
     "update": ("eager", "lazy"),
     "dirty_sets": (False, True),
-    "queue": ("vss", "sweep"),
+    "queue": ("vss", "sweep", "resident"),
     "switching": (False, True),
     "launch": ("persistent", "per_level", "block"),
     "cluster": (1, 2, 4, 8, 16),
@@ -104,6 +107,11 @@ class VariantSpec:
                 raise ArgumentError(f"VariantSpec.{f.name} must be one of {allowed}, got {value!r}")
         if self.update == "eager" and (self.dirty_sets or self.switching):
             raise ArgumentError("dirty_sets and switching need update='lazy' (it owns V_next)")
+        if self.queue == "resident" and (self.update, self.launch) != ("eager", "persistent"):
+            raise ArgumentError(
+                "queue='resident' keeps each warp's VSSs in registers across the levels of one "
+                "launch: it needs update='eager' and launch='persistent'"
+            )
         if self.cluster != 1 and self.launch != "block":
             raise ArgumentError(f"cluster={self.cluster} needs launch='block'")
         got = asdict(self)
@@ -196,15 +204,12 @@ def variants(**fixed) -> Iterator[VariantSpec]:
     for key in fixed:
         if key not in _CHOICES:
             raise ArgumentError(f"unknown axis {key!r}")
+        if fixed[key] not in _CHOICES[key]:
+            raise ArgumentError(f"{key} must be one of {_CHOICES[key]}, got {fixed[key]!r}")
     axes = {k: ((fixed[k],) if k in fixed else v) for k, v in _CHOICES.items()}
     for combo in itertools.product(*axes.values()):
-        kwargs = dict(zip(axes, combo, strict=True))
-        if kwargs["update"] == "eager" and (kwargs["dirty_sets"] or kwargs["switching"]):
+        try:  # __post_init__ is the one statement of which combinations are valid
+            spec = VariantSpec(**dict(zip(axes, combo, strict=True)))
+        except ArgumentError:
             continue
-        if kwargs["launch"] == "block" and any(kwargs[k] != v for k, v in BLOCK_AXES.items()):
-            continue
-        if kwargs["cluster"] != 1 and kwargs["launch"] != "block":
-            continue
-        if kwargs["expand"] == "csr" and any(kwargs[k] != v for k, v in CSR_AXES.items()):
-            continue
-        yield VariantSpec(**kwargs)
+        yield spec

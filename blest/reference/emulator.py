@@ -187,8 +187,10 @@ class _Run:
 def _check_options(update: str, queue: str, switching: bool, dirty_sets: bool) -> None:
     if update not in ("eager", "lazy"):
         raise ArgumentError(f"update must be 'eager' or 'lazy', got {update!r}")
-    if queue not in ("vss", "sweep"):
-        raise ArgumentError(f"queue must be 'vss' or 'sweep', got {queue!r}")
+    if queue not in ("vss", "sweep", "resident"):
+        raise ArgumentError(f"queue must be 'vss', 'sweep' or 'resident', got {queue!r}")
+    if queue == "resident" and update != "eager":
+        raise ArgumentError("queue='resident' needs update='eager'")
     if update == "eager" and (switching or dirty_sets):
         raise ArgumentError("dirty_sets and switching need update='lazy' (it owns V_next)")
 
@@ -266,8 +268,9 @@ def emulate_bfs(
     dirty_sets : bool
         Lazy only: finalize only dirty V_next words plus the old frontier's words. Both the
         top-down and the bottom-up step mark the words they OR into V_next as dirty.
-    queue : "vss" or "sweep"
-        Materialized VSS queue, or a sweep over all VSSs skipping those with alpha == 0.
+    queue : "vss", "sweep" or "resident"
+        Materialized VSS queue, or a sweep over all VSSs skipping those with alpha == 0
+        (``resident``, eager only, expands the same VSSs as the sweep).
     depth_limit : int, optional
         Stop after computing level ``depth_limit``.
     record : bool
@@ -293,7 +296,7 @@ def emulate_bfs(
     after_bottom_up = False
     while True:
         alphas = set_alphas(r.frontier, sigma, b.n_slice_sets)
-        if queue == "sweep":  # visit every VSS, skip those whose set has no frontier bit
+        if queue != "vss":  # sweep, resident: every VSS, skipping those of no frontier bit
             r.queue = np.flatnonzero(alphas[r.v2r] != 0)
         stop = not r.frontier.any() or (depth_limit is not None and level >= depth_limit)
         direction = None

@@ -49,7 +49,8 @@ class EngineProbes:
 
         After ``bfs(src, depth_limit=L)`` these are ``F_L``, ``visited`` (levels <= L) and
         ``Q_L`` as a sorted array of VSS ids with, in ``queue_sets``, the slice set each entry
-        carries (the sweep policy keeps no queue: None). The block launch keeps its state in
+        carries (the sweep policy keeps no queue: None; the resident policy keeps neither queue
+        nor ``qsize``: None). The block launch keeps its state in
         shared memory: :class:`EngineError`."""
         if self.spec.launch == "block":
             raise EngineError("launch='block' keeps its traversal state in shared memory")
@@ -60,7 +61,7 @@ class EngineProbes:
         if self.spec.update == "eager":
             w = self._n_words
             frontier = frontier[(level % 3) * w : (level % 3 + 1) * w]
-        size = int(ctl[CTL["qsize"] + level % nq])
+        size = None if self.spec.queue == "resident" else int(ctl[CTL["qsize"] + level % nq])
         queue = queue_sets = None
         if self.spec.queue == "vss":
             nv = max(self.prepared.bvss.n_vss, 1)

@@ -32,6 +32,7 @@ __all__ = [
     "CLUSTER_GEOMETRIES",
     "HOPPER_SMEM_LIMIT",
     "SMALL_QUEUES",
+    "RESIDENT_MAX_N",
     "Candidate",
     "persistent_specs",
     "block_specs",
@@ -67,6 +68,11 @@ BLOCK_GEOMETRIES: tuple[int, ...] = (256, 512, 1024)  # 512: the fastest on luxe
 CLUSTER_GEOMETRIES: tuple[tuple[int, int], ...] = ((16, 512),)
 #: Dynamic shared memory a block may have where no device is asked (Hopper).
 HOPPER_SMEM_LIMIT = HOPPER_SMEM_OPTIN - SMEM_STATIC_RESERVE
+#: Graphs of at most this many vertices also screen the resident queue (``queue="resident"``):
+#: each warp keeps a few VSSs in registers, so it pays only while the BVSS has a few VSSs per
+#: warp of the grid (twitch_FR: 6.5K vertices, 5.5K VSSs at sigma 32; 4.2K warps at most on an
+#: H100); beyond that its warps load the rest at every level.
+RESIDENT_MAX_N = 1 << 17
 #: small_queue thresholds tried besides the engine's default (0: no one-block levels).
 SMALL_QUEUES = (32, 128)
 
@@ -200,10 +206,14 @@ def coarse_candidates(
     graph's ``n``, the block launch joins each (ordering, sigma) group of each of its block
     sizes when its bitmap fits in ``smem_limit`` bytes (:func:`block_fits`), and with
     ``clusters`` (a GPU that has them) its :data:`CLUSTER_GEOMETRIES` too; without ``n``, it
-    is left out."""
+    is left out. The resident queue joins only graphs of at most :data:`RESIDENT_MAX_N`
+    vertices."""
     sigmas = tuple(sigmas)
     groups: dict[tuple, list[Candidate]] = {}
+    resident = n is not None and n <= RESIDENT_MAX_N
     for spec in persistent_specs(sigmas):
+        if spec.queue == "resident" and not resident:
+            continue
         for block, bps in GEOMETRIES:
             for ordering in orderings:
                 eta = COARSE_ETA if spec.switching else None
@@ -255,16 +265,18 @@ def geometry_variants(c: Candidate) -> list[Candidate]:
 
 
 def small_queue_variants(c: Candidate) -> list[Candidate]:
-    """Other small-queue thresholds for a persistent candidate (none otherwise)."""
-    if c.spec.launch != "persistent":
+    """Other small-queue thresholds for a persistent candidate (none otherwise, nor for the
+    resident queue, which keeps no |Q|)."""
+    if c.spec.launch != "persistent" or c.spec.queue == "resident":
         return []
     return [replace(c, small_queue=q) for q in SMALL_QUEUES if q != c.small_queue]
 
 
 def per_level_variant(c: Candidate) -> Candidate | None:
     """The same candidate with one launch per level (small_queue does not apply); None for the
-    per-level and block launches, and for expand="csr" (persistent only)."""
-    if c.spec.launch != "persistent" or c.spec.expand == "csr":
+    per-level and block launches, and for expand="csr" and the resident queue (persistent
+    only)."""
+    if c.spec.launch != "persistent" or c.spec.expand == "csr" or c.spec.queue == "resident":
         return None
     return replace(c, spec=replace(c.spec, launch="per_level"), small_queue=None)
 
