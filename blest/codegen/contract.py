@@ -58,6 +58,12 @@ CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("NEW", 4, 4, "[QUEUE_BUFFERS] |F_L| (vertices first reached at level L)"),
     CtlField("VISITED", 8, 1, "vertices visited so far"),
     CtlField("DEPTH", 9, 1, "the largest level assigned"),
+    CtlField(
+        "BARRIER_COUNT_ODD",
+        10,
+        2,
+        "grid_barrier_sum (resident queue): the odd barriers' 64-bit count, a sum above bit 32",
+    ),
     CtlField("DONE", 12, 1, "per-level launch: set once the traversal has ended"),
     CtlField("LEVELS_RUN", 13, 1, "levels expanded (the L at which the traversal stopped)"),
     CtlField("ERROR", 14, 1, "nonzero: a grid barrier timed out (the traversal is void)"),

@@ -254,6 +254,10 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         if geometry.grid_blocks is not None:
             self.grid_size = min(self.grid_size, int(geometry.grid_blocks))
         self.small_queue = int(geometry.small_queue or 0)
+        if self.spec.queue == "resident" and (self.n + 2) * self.grid_size >= 1 << 33:
+            # grid_barrier_sum.cu.j2 counts arrivals (blocks x half of <= n + 2 barriers) in u32
+            raise ArgumentError(f"queue='resident': {self.grid_size} blocks is too many for "
+                                f"{self.n} vertices (2^33 / (n + 2) at most)")  # fmt: skip
         if self.spec.launch == "block":
             self._load_block(self.sms)
 
