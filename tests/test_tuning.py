@@ -409,6 +409,7 @@ def test_space_holds_the_resident_queue_on_small_graphs_only():
     }
     assert all(c.spec.update == "eager" and c.eta is None for c in resident)
     assert all(small_queue_variants(c) == [] and per_level_variant(c) is None for c in resident)
+    assert all(Candidate.from_dict(c.to_dict()) == c for c in resident)  # as a config holds it
     assert all(len(geometry_variants(c)) == len(GEOMETRIES + REFINE_GEOMETRIES) - 1
                for c in resident)  # fmt: skip
     big = coarse_candidates(orderings, (8, 32), n=RESIDENT_MAX_N + 1)
