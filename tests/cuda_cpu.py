@@ -152,6 +152,7 @@ inline int __reduce_max_sync(unsigned, int v) {
 }
 inline void __syncwarp(unsigned = 0xffffffffu) { warps[threadIdx.x >> 5].bar->arrive_and_wait(); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 template <class T, class U> inline T atomicExch(T* p, U v) {
     return __atomic_exchange_n(p, (T)v, SEQ_CST); }
 // mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.and.popc with a zero C: lane t holds A row
@@ -231,16 +232,63 @@ def _host_source(cuda: str) -> str:
         "v = __atomic_load_n(p, __ATOMIC_ACQUIRE);",
         text,
     )
+    text = re.sub(
+        r'asm volatile\("ld\.acquire\.sys\.global\.u32 %0, \[%1\];" : "=r"\(v\) : '
+        r'"l"\(p\) : "memory"\);',
+        "v = __atomic_load_n(p, __ATOMIC_ACQUIRE);",
+        text,
+    )
+    text = re.sub(
+        r'asm volatile\("st\.release\.sys\.global\.u32 \[%0\], %1;" :: "l"\(p\), '
+        r'"r"\(v\) : "memory"\);',
+        "__atomic_store_n(p, v, __ATOMIC_RELEASE);",
+        text,
+    )
     if "asm" in re.sub(r"//[^\n]*", "", text):
         raise ValueError("the kernel holds inline PTX this runner does not emulate")
     return text.replace('extern "C" ', "")
 
 
-def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[str, str]]) -> str:
+def _poster(serve: dict[str, int]) -> list[str]:
+    """The host's side of a serving kernel (serve.cu.j2), as a thread beside the launch: posts
+    call k (seed ``serve_seeds[k]``, levels to row k of ``serve_out``, host memory) in the
+    request block after ``ctl_out``'s control words, waits for its answer, keeps the answered
+    control block as row k of ``serve_ctl``, then asks the server to end."""
+    words, r = serve["ctl_words"], serve
+    return [
+        '    std::vector<char> buf_serve_seeds = slurp(dir + "/serve_seeds.bin");',
+        '    std::vector<char> buf_serve_out = slurp(dir + "/serve_out.bin");',
+        '    std::vector<char> buf_serve_ctl = slurp(dir + "/serve_ctl.bin");',
+        "    std::thread poster([&] {",
+        "        const int* seeds = (const int*)buf_serve_seeds.data();",
+        "        const long long calls = buf_serve_seeds.size() / 4;",
+        "        const long long row = buf_serve_out.size() / 4 / (calls ? calls : 1);",
+        f"        unsigned* req = (unsigned*)ctl_out + {words};",
+        "        for (long long k = 1; k <= calls; ++k) {",
+        f"            req[{r['seed']}] = (unsigned)seeds[k - 1];",
+        f"            req[{r['host_dst']}] = 1u;",
+        "            const unsigned long long d = (unsigned long long)"
+        "((int*)buf_serve_out.data() + (k - 1) * row);",
+        f"            req[{r['dst']}] = (unsigned)d; req[{r['dst']} + 1] = (unsigned)(d >> 32);",
+        f"            __atomic_store_n(req + {r['seq']}, (unsigned)k, __ATOMIC_RELEASE);",
+        f"            while (__atomic_load_n(req + {r['answer']}, __ATOMIC_ACQUIRE)"
+        " != (unsigned)k)",
+        "                std::this_thread::yield();",
+        f"            std::memcpy(buf_serve_ctl.data() + (k - 1) * {4 * words}, ctl_out,"
+        f" {4 * words});",
+        "        }",
+        f"        __atomic_store_n(req + {r['quit']}, 1u, __ATOMIC_RELEASE);",
+        "    });",
+    ]
+
+
+def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[str, str]],
+          serve: dict[str, int] | None = None) -> str:  # fmt: skip
     """``main(dir, threads, smem_bytes, blocks)``: every array parameter from
     ``dir/<name>.bin``, scalars from ``dir/<name>.txt``; the kernels of ``launches`` (name,
     extra parameters) run one after the other, each on ``blocks`` blocks (one cluster); arrays
-    written back to ``dir/<name>.out``."""
+    written back to ``dir/<name>.out``. ``serve`` (offsets of the request block): a host thread
+    posts calls to the kernel meanwhile (:func:`_poster`)."""
     extras = list(dict.fromkeys(p for _, extra in launches for p in extra))
     lines = [
         "static std::vector<char> slurp(const std::string& path) {",
@@ -284,6 +332,8 @@ def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[
             parse = "std::atof" if base in ("double", "float") else "std::atoll"
             read = f'{parse}(scalar(dir, "{name}").data())'
             lines.append(f"    {base} {name} = ({base}){read};")
+    if serve is not None:
+        lines += _poster(serve)
     for kernel, extra in launches:
         names = [name for _, name in params + extra]
         lines.append("    {")
@@ -299,16 +349,21 @@ def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[
     for ctype, name in params + extras:
         if ctype.rstrip().endswith("*") and "const" not in ctype:
             lines.append(f'    if (!buf_{name}.empty()) spit(dir + "/{name}.out", buf_{name});')
+    if serve is not None:
+        lines.append("    poster.join();")
+        lines.append('    spit(dir + "/serve_out.out", buf_serve_out);')
+        lines.append('    spit(dir + "/serve_ctl.out", buf_serve_ctl);')
     lines.append("    return 0; }")
     return "#include <string>\n" + "\n".join(lines) + "\n"
 
 
-def build(cuda: str, kernel, params, extra, cache: Path) -> Path:
+def build(cuda: str, kernel, params, extra, cache: Path, serve: dict | None = None) -> Path:
     """Compile (once per source) the host program that runs ``kernel`` with ``params`` then
     ``extra``; ``kernel`` may also be a list of (kernel, extra) launches, run in order (extra
-    is then ignored). Returns the program's path."""
+    is then ignored); ``serve``: with a host thread posting calls (:func:`_main`). Returns the
+    program's path."""
     launches = [(kernel, list(extra))] if isinstance(kernel, str) else list(kernel)
-    source = SHIM + _host_source(cuda) + _main(launches, list(params))
+    source = SHIM + _host_source(cuda) + _main(launches, list(params), serve)
     key = hashlib.sha256(source.encode()).hexdigest()[:16]
     exe = cache / f"kernel-{key}"
     if not exe.exists():

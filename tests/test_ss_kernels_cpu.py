@@ -19,7 +19,10 @@ from blest.codegen.contract import (
     CALL_SLOT,
     CTL,
     CTL_WORDS,
+    FUSED_SERVE,
     HUB_DEGREE,
+    SERVE,
+    SERVE_WORDS,
     frontier_buffers,
     queue_buffers,
 )
@@ -63,6 +66,8 @@ def programs(tmp_path_factory):
         init = (names["init"], [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src")])
         out[spec] = build(render(spec), [init, bfs], params, [], cache)
         out[spec, "fused"] = build(render(spec), [bfs], params, [], cache)
+        serve = {**SERVE, "ctl_words": CTL_WORDS}
+        out[spec, "serve"] = build(render(spec), [bfs], params, [], cache, serve=serve)
     return out
 
 
@@ -79,7 +84,8 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
 
 
 def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small: int,
-                   fused: bool, beta: float) -> dict:  # fmt: skip
+                   fused: int, beta: float,
+                   served: np.ndarray | None = None) -> dict:  # fmt: skip
     """Every array of the traversal :func:`traverse` describes, as the kernels left them."""
     b, n = prep.bvss, prep.n
     words = (n + 31) // 32
@@ -97,7 +103,15 @@ def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float,
     scalars = {"n": n, "n_words": words, "n_vss": b.n_vss, "n_sets": b.n_slice_sets,
                "n_seeds": 1, "src": src, "depth_limit": -1, "eta": float(eta),
                "beta": float(beta), "small_queue": small, "fused": int(fused)}  # fmt: skip
-    if fused:  # the call slot as the graph's first node leaves it; the rest poisoned
+    if fused == FUSED_SERVE:  # the control block zeroed before the launch; calls from serve_*
+        arrays["ctl"][:] = 0
+        arrays["ctl_out"] = np.zeros(CTL_WORDS + SERVE_WORDS, dtype=np.uint32)
+        arrays["ctl_out"][:CTL_WORDS] = 99
+        arrays["ctl_out"][CTL_WORDS + SERVE["idle_us"]] = 1000
+        arrays["serve_seeds"] = np.asarray(served, dtype=np.int32)
+        arrays["serve_out"] = np.full((len(served), n), 0x5A5A5A5A, dtype=np.int32)
+        arrays["serve_ctl"] = np.full((len(served), CTL_WORDS), 99, dtype=np.uint32)
+    elif fused:  # the call slot as the graph's first node leaves it; the rest poisoned
         first, words_ = CALL_SLOT
         arrays["ctl"][first : first + words_] = 0
         arrays["ctl"][CTL["seed"]] = src
@@ -160,6 +174,31 @@ def test_one_launch_call_matches_scipy(programs, rng, spec):
             assert ctl[CTL["error"]] == 0 and ctl[CTL["seed"]] == src and ctl[CTL["dst"]] == 0
             assert ctl[CTL["visited"]] == np.count_nonzero(want >= 0)
             assert np.int32(ctl[CTL["depth"]]) == want.max()
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_served_calls_match_scipy(programs, rng, spec):
+    """The serving kernel (``fused=FUSED_SERVE``) answers calls that a host thread
+    posts one after the other: each call's levels land in host memory, in that call's row,
+    with its control block copied back before the answer; every state buffer starts poisoned,
+    and the barriers' counts run on from call to call."""
+    for name, graph in small_zoo(rng, 240).items():
+        prep = Prepared.from_graph(graph, spec.sigma)
+        starts = np.flatnonzero(graph.out_degree > 0)
+        seeds = rng.choice(starts, size=4)
+        seeds[2] = seeds[1]  # a repeated call
+        out = _run_traversal(programs[spec, "serve"], spec, prep, 0, 2.0, 8, FUSED_SERVE, 0.0,
+                             served=seeds)  # fmt: skip
+        for k, src in enumerate(seeds):
+            want = bfs_levels(graph, int(src))
+            ctx = f"{name} call {k + 1} from {src}"
+            np.testing.assert_array_equal(out["serve_out"][k], want, err_msg=ctx)
+            ctl = out["serve_ctl"][k]
+            assert ctl[CTL["call"]] == k + 1 and ctl[CTL["error"]] == 0, ctx
+            assert ctl[CTL["seed"]] == src and ctl[CTL["call_host"]] == 1, ctx
+            assert ctl[CTL["visited"]] == np.count_nonzero(want >= 0), ctx
+            assert np.int32(ctl[CTL["depth"]]) == want.max(), ctx
+        assert out["ctl_out"][CTL_WORDS + SERVE["answer"]] == len(seeds)
 
 
 def _hub_graph(rng, n: int, directed: bool) -> Graph:

@@ -24,6 +24,11 @@ __all__ = [
     "SLOT_FIELDS",
     "SLOT",
     "SLOT_WORDS",
+    "SERVE_FIELDS",
+    "SERVE",
+    "SERVE_WORDS",
+    "FUSED_ONCE",
+    "FUSED_SERVE",
     "frontier_buffers",
     "queue_buffers",
     "resident_vss",
@@ -81,10 +86,34 @@ CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("SEED", 24, 2, "captured calls: the seed (internal id, low word)"),
     CtlField("DST", 26, 2, "captured calls: where the levels go (a device address; 0: stay)"),
     CtlField("BARRIER_COUNT", 28, 2, "grid barrier: 64-bit monotonic arrival count"),
+    CtlField("CALL", 30, 1, "served calls: the call's number (0: the server ends)"),
+    CtlField("CALL_HOST", 31, 1, "served calls: nonzero when the levels go to host memory"),
 )
 #: First word and length of the call slot {SEED, DST, BARRIER_COUNT}: one copy of 24 bytes
 #: sets a captured call's seed and destination and zeroes the grid barrier's count.
 CALL_SLOT = (24, 6)
+
+#: Words of a served engine's request block, in page-locked host memory right after the
+#: control block's copy (``ctl_out + CTL_WORDS``; serve.cu.j2).
+SERVE_WORDS = 16
+
+SERVE_FIELDS: tuple[CtlField, ...] = (
+    CtlField("SEQ", 0, 1, "host: the number of the call posted last (written after the rest)"),
+    CtlField("QUIT", 1, 1, "host: nonzero asks the server to end once no call is pending"),
+    CtlField("SEED", 2, 1, "host: the call's seed (internal id)"),
+    CtlField("HOST_DST", 3, 1, "host: nonzero when DST is page-locked host memory"),
+    CtlField("DST", 4, 2, "host: where the levels go (u64 address; 0: the engine's buffer)"),
+    CtlField("IDLE_US", 6, 1, "host: the server ends after this long without a call"),
+    CtlField("ANSWER", 8, 1, "GPU: the number of the call answered last (after the ctl copy)"),
+)
+
+#: Request-block offsets by lower-case name, for the host.
+SERVE: dict[str, int] = {f.name.lower(): f.offset for f in SERVE_FIELDS}
+
+#: The traversal kernel's ``fused`` argument: 0 traverses only, 1 also initializes and delivers
+#: (a captured call), 2 serves calls until told to stop (serve.cu.j2).
+FUSED_ONCE = 1
+FUSED_SERVE = 2
 
 #: expand="csr": a vertex of more out-arcs is a hub, whose arcs every warp shares.
 HUB_DEGREE = 256
@@ -123,7 +152,11 @@ _check_layout(CTL_FIELDS, CTL_WORDS)
 # init.cu.j2 keeps SEED and DST, and in a fused launch BARRIER_COUNT too, as one range.
 if (CTL["seed"], CTL["dst"], CTL["barrier_count"]) != tuple(CALL_SLOT[0] + k for k in (0, 2, 4)):
     raise AssertionError("the call slot must be SEED, DST and BARRIER_COUNT side by side")
+# ... and a serving kernel keeps everything from SEED to the end (CALL, CALL_HOST last).
+if (CTL["call"], CTL["call_host"]) != (CTL_WORDS - 2, CTL_WORDS - 1):
+    raise AssertionError("CALL and CALL_HOST must be the control block's last two words")
 _check_layout(SLOT_FIELDS, SLOT_WORDS)
+_check_layout(SERVE_FIELDS, SERVE_WORDS)
 
 
 def frontier_buffers(spec: VariantSpec) -> int:

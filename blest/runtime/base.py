@@ -3,7 +3,9 @@ closing and the context manager. Subclasses implement the traversal."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,12 @@ from blest.runtime.multi import (
 from blest.runtime.protocol import BFSStats
 
 __all__ = ["EngineBase"]
+
+
+def check_idle_ms(idle_ms: float) -> None:
+    """Refuse an idle limit for :meth:`EngineBase.serving` outside (0, 60000] ms."""
+    if not (isinstance(idle_ms, (int, float)) and 0 < idle_ms <= 60_000):
+        raise ArgumentError(f"idle_ms must be in (0, 60000], got {idle_ms!r}")
 
 
 class EngineBase:
@@ -61,6 +69,16 @@ class EngineBase:
         self._lock = threading.RLock()  # engine methods may call bfs
         self._closed = False
         self.last_stats: BFSStats | None = None
+
+    # ------------------------------------------------------------------ served calls
+    @contextlib.contextmanager
+    def serving(self, idle_ms: float = 20.0) -> Iterator[Any]:
+        """Serve plain calls from a kernel that stays on the GPU while the block runs (the
+        persistent GPU variants: :meth:`blest.runtime.engine.Engine.serving`); the other
+        engines, CPU paths included, run their calls as usual inside it. Yields the engine."""
+        check_idle_ms(idle_ms)
+        self._check_open()
+        yield self
 
     # ------------------------------------------------------------------ generated code
     @property

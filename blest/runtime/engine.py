@@ -26,7 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from blest.codegen.contract import CALL_SLOT, CTL, CTL_WORDS, frontier_buffers, queue_buffers
+from blest.codegen.contract import (
+    CALL_SLOT,
+    CTL,
+    CTL_WORDS,
+    FUSED_ONCE,
+    SERVE_WORDS,
+    frontier_buffers,
+    queue_buffers,
+)
 from blest.codegen.render import graph_params, kernel_names, render, state_params
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_BETA, DEFAULT_ETA
@@ -47,6 +55,7 @@ from blest.runtime.engine_capture import CallCapture, plain_id
 from blest.runtime.engine_csr import csr_arrays
 from blest.runtime.engine_multi import GPUManySources, MultiSourceChoice
 from blest.runtime.engine_probes import EngineProbes
+from blest.runtime.engine_serve import ServedCalls
 from blest.runtime.footprint import estimate_bytes, resident_bytes
 from blest.runtime.msbfs import MSRunner
 from blest.runtime.protocol import BFSStats, Geometry
@@ -56,7 +65,7 @@ __all__ = ["Engine", "BFSStats"]
 PER_LEVEL_BATCH = 16
 
 
-class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase):
+class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase):
     """BFS on the GPU with one generated kernel variant.
 
     Parameters
@@ -155,7 +164,9 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         self._seed_buffer = None  # internal seeds of multi-seed calls, grown on demand
         self._parent_args: tuple | None = None  # (in_ptr, in_idx, user parents) once asked
         self._host_levels = pinned_array(cp, n, np.int32)
-        self._host_ctl = pinned_array(cp, CTL_WORDS, np.uint32)
+        # The control block's copy, then a served engine's request block (engine_serve.py).
+        self._host_block = pinned_array(cp, CTL_WORDS + SERVE_WORDS, np.uint32)
+        self._host_ctl = self._host_block[:CTL_WORDS]
         self._events = (cp.cuda.Event(), cp.cuda.Event())
         self._call_graphs: dict[tuple, Any] = {}  # by (to the host, eta, beta, small_queue, ...)
         # A captured call's {seed, where the deliver pass puts the levels (0: in _levels()),
@@ -294,11 +305,19 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
             Computed by a post-pass after the timed traversal (``stats.traversal_ms`` leaves
             it out).
         """
+        plain = depth_limit is None and not parents and plain_id(src, self.n)
+        if plain and self._serve_idle_us is not None:  # served (engine_serve.py)
+            with self._lock:
+                self._check_open()
+                self._check_out(out)
+                if self._serve_idle_us is not None:
+                    return self._serve_call(int(src), out)
         self._check_open()
         self._check_out(out)
-        if self._capture and depth_limit is None and not parents and plain_id(src, self.n):
+        if self._capture and plain:
             with self._lock, self._cp.cuda.Device(self._device_id):
                 self._check_open()
+                self._serve_stop()
                 staged = self._staged(out)
                 graph = self._call_graph(staged)
                 if graph is not None:
@@ -307,6 +326,7 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         limit = self._depth_limit(depth_limit)
         with self._lock, self._cp.cuda.Device(self._device_id):
             self._check_open()
+            self._serve_stop()
             if parents:
                 self._prepare_parents()
             self._submit_init(internal[0] if internal.size == 1 else internal)
@@ -406,18 +426,20 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         if self.timing:
             stop.record()
 
-    def _enqueue_traversal(self, limit: int, fused_ctl_out: int | None = None) -> None:
+    def _enqueue_traversal(
+        self, limit: int, fused_ctl_out: int | None = None, fused: int = FUSED_ONCE
+    ) -> None:
         """The traversal's launches (the block launch: its one kernel, which also initializes
         and writes the user's ids). ``fused_ctl_out`` (persistent variants, captured calls):
         the kernel also initializes from the call slot and delivers, the control block to that
-        address."""
+        address; ``fused=FUSED_SERVE``: it serves calls (engine_serve.py)."""
         eta, beta = np.float64(self.eta), np.float64(self.beta)
         if self.spec.launch == "block":
             self._launch("bfs", (*self._block_seeds, np.int32(limit)))
         elif self.spec.launch == "persistent":
-            fused = fused_ctl_out is not None
+            mode = fused if fused_ctl_out is not None else 0
             extra = (np.int32(limit), eta, beta, np.uint32(self.small_queue),
-                     np.uint64(fused_ctl_out or 0), np.int32(fused))  # fmt: skip
+                     np.uint64(fused_ctl_out or 0), np.int32(mode))  # fmt: skip
             self._launch("bfs", extra, cooperative=True)
         else:
             self._per_level_loop(limit, eta, beta)
@@ -427,9 +449,10 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         self._state["ctl"].get(out=self._host_ctl)
         self._check_ctl(user, seeds)
 
-    def _check_ctl(self, user: int, seeds: int) -> None:
+    def _check_ctl(self, user: int, seeds: int, timed: bool | None = None) -> None:
         """After the wait: void the engine if a grid barrier timed out, else keep the call's
-        timing events for :attr:`stats`."""
+        timing events for :attr:`stats` (``timed``: whether the call recorded them; default
+        ``self.timing``)."""
         start, stop = self._events
         if self._host_ctl[CTL["error"]]:
             self._void = (
@@ -437,7 +460,8 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
                 "the result is void"
             )
             raise EngineError(f"{self._void}. Please report this with the graph and source.")
-        self._last = (user, start, stop, seeds) if self.timing else (user, None, None, seeds)
+        timed = self.timing if timed is None else timed
+        self._last = (user, start, stop, seeds) if timed else (user, None, None, seeds)
         self.last_stats = None
 
     def _per_level_loop(self, limit: int, eta: np.float64, beta: np.float64) -> None:
@@ -453,38 +477,13 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
             if self._host_ctl[CTL["done"]]:
                 return
 
-    @property
-    def stats(self) -> BFSStats:
-        """Statistics of the last ``bfs`` call (read from the GPU on first access)."""
-        if self.last_stats is None:
-            if not hasattr(self, "_last"):
-                raise EngineError("no bfs call yet")
-            self.last_stats = self._read_stats()
-        return self.last_stats
-
-    def _read_stats(self) -> BFSStats:
-        user, start, stop, seeds = self._last
-        ctl = self._host_ctl
-        with self._cp.cuda.Device(self._device_id):
-            ms = np.nan if start is None else self._cp.cuda.get_elapsed_time(start, stop)
-            bottom_up: tuple[int, ...] = ()
-            if self.spec.switching:
-                bits = self._state["bottom_up_levels"].get()
-                flat = np.unpackbits(bits.view(np.uint8), bitorder="little")
-                bottom_up = tuple(int(x) for x in np.flatnonzero(flat))
-        return BFSStats(
-            source=user,
-            depth=int(np.int32(ctl[CTL["depth"]])),
-            visited=int(ctl[CTL["visited"]]),
-            levels_run=int(ctl[CTL["levels_run"]]),
-            traversal_ms=float(ms),
-            bottom_up_levels=bottom_up,
-            seeds=seeds,
-        )
-
     # ------------------------------------------------------------------ lifetime
     def _release(self) -> None:
         """Drop every device buffer, the pinned staging memory and the module."""
+        try:
+            self._serve_stop()  # before its buffers go
+        except EngineError:
+            pass
         self._close_runners()
         self._call_graphs = {}
         self._call_slot = self._slot = self._own_dst = self._spare = None
@@ -494,5 +493,5 @@ class Engine(BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase)
         self._user_levels = self._seed_buffer = self._parent_args = self._in_csr = None
         self._block_seeds = ()
         self._module = self._kernels = None
-        self._host_levels = self._host_ctl = None
+        self._host_levels = self._host_ctl = self._host_block = None
         self.prepared = None  # type: ignore[assignment]  (its BVSS may live on the GPU)

@@ -1,6 +1,6 @@
-"""Introspection of the GPU engine's last call: per-level and per-stage clocks, and the
-traversal state (bitmaps, queue) for level-by-level checks. Mixed into
-:class:`blest.runtime.engine.Engine`, which provides the state buffers and the stats."""
+"""Introspection of the GPU engine's last call: its statistics, per-level and per-stage clocks,
+and the traversal state (bitmaps, queue) for level-by-level checks. Mixed into
+:class:`blest.runtime.engine.Engine`, which provides the state buffers."""
 
 from __future__ import annotations
 
@@ -10,16 +10,53 @@ import numpy as np
 
 from blest.codegen.contract import CTL, queue_buffers
 from blest.errors import EngineError
+from blest.runtime.protocol import BFSStats
 
 __all__ = ["EngineProbes"]
 
 
 class EngineProbes:
-    """Mixed into :class:`blest.runtime.engine.Engine` (it provides ``_state``, ``stats``)."""
+    """Mixed into :class:`blest.runtime.engine.Engine` (it provides ``_state``, ``_last``: the
+    last call's user source, timing events or None, and seed count)."""
 
+    _cp: Any
+    _device_id: int
+    _host_ctl: Any
+    _last: tuple
+    last_stats: BFSStats | None
+    spec: Any
     _state: dict[str, Any]
     _record_levels: bool
     _n_words: int
+
+    @property
+    def stats(self) -> BFSStats:
+        """Statistics of the last ``bfs`` call (read from the GPU on first access)."""
+        if self.last_stats is None:
+            if not hasattr(self, "_last"):
+                raise EngineError("no bfs call yet")
+            self.last_stats = self._read_stats()
+        return self.last_stats
+
+    def _read_stats(self) -> BFSStats:
+        user, start, stop, seeds = self._last
+        ctl = self._host_ctl
+        with self._cp.cuda.Device(self._device_id):
+            ms = np.nan if start is None else self._cp.cuda.get_elapsed_time(start, stop)
+            bottom_up: tuple[int, ...] = ()
+            if self.spec.switching:
+                bits = self._state["bottom_up_levels"].get()
+                flat = np.unpackbits(bits.view(np.uint8), bitorder="little")
+                bottom_up = tuple(int(x) for x in np.flatnonzero(flat))
+        return BFSStats(
+            source=user,
+            depth=int(np.int32(ctl[CTL["depth"]])),
+            visited=int(ctl[CTL["visited"]]),
+            levels_run=int(ctl[CTL["levels_run"]]),
+            traversal_ms=float(ms),
+            bottom_up_levels=bottom_up,
+            seeds=seeds,
+        )
 
     def level_times_ms(self) -> tuple[np.ndarray, tuple[int, ...]]:
         """Milliseconds spent on each expanded level of the last call, and the levels that ran

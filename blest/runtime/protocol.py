@@ -8,6 +8,7 @@ always the user's ids; levels are int32 with -1 for unreachable vertices.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -66,7 +67,9 @@ class BFSEngine(Protocol):
     ``bfs(src, out=None, depth_limit=None, parents=False)`` returns the levels from ``src`` (one
     vertex, or a sequence of seeds all at level 0), or ``(levels, parents)``; ``source`` and
     ``ptx`` are the generated CUDA and its PTX for the engine's variant; ``stats`` describes the
-    last call; ``close()`` frees what the engine holds (also on leaving a ``with`` block).
+    last call; ``with serving():`` keeps a serving kernel on the GPU between plain calls where
+    the variant has one (a no-op elsewhere); ``close()`` frees what the engine holds (also on
+    leaving a ``with`` block).
     """
 
     n: int
@@ -86,6 +89,8 @@ class BFSEngine(Protocol):
 
     @property
     def stats(self) -> BFSStats: ...
+
+    def serving(self, idle_ms: float = ...) -> AbstractContextManager[Any]: ...
 
     def close(self) -> None: ...
 

@@ -1,0 +1,214 @@
+"""Served calls: a traversal kernel that stays on the GPU between plain calls (``Engine.serving``).
+
+A plain call replayed from its CUDA graph still costs a launch, and the wait for the kernel's
+end, each several microseconds of host and GPU time: on a graph of a few thousand vertices
+that is a third of the call. Inside ``with engine.serving():`` the persistent variants instead
+launch their traversal kernel once, with ``fused = FUSED_SERVE`` (``templates/serve.cu.j2``):
+it waits for calls that the host posts in page-locked memory (the seed, where the levels go,
+then the call's number), runs each as a captured call would (init, levels, the pass to the
+user's ids), copies the control block back and publishes the call's number, which the host
+spins on. A call is then one bus round trip on top of its traversal.
+
+While it waits, the kernel holds the GPU's SMs: other kernels (the caller's, or another
+engine's) may wait for it to end, which it does when the ``with`` block ends, after ``idle_ms``
+without a call (the next call launches it again), at a call it does not serve (a depth limit,
+parents, several seeds: it ends first, and that call runs as usual) and at ``close``. Served
+calls see the caller's earlier work on the current stream done, as launched calls would.
+Mixed into :class:`blest.runtime.engine.Engine`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from blest.codegen.contract import CTL, CTL_WORDS, FUSED_SERVE, SERVE
+from blest.errors import ArgumentError, EngineError
+from blest.runtime.base import check_idle_ms
+
+__all__ = ["ServedCalls"]
+
+#: Host spins between looks at whether the server is still running.
+_SPINS_PER_LOOK = 2048
+_ANSWER = CTL_WORDS + SERVE["answer"]
+_SEQ = CTL_WORDS + SERVE["seq"]
+#: The request's {SEED, HOST_DST} and DST as u64 words of the whole host block (one store each).
+_SEED_WIDE = (CTL_WORDS + SERVE["seed"]) // 2
+_DST_WIDE = (CTL_WORDS + SERVE["dst"]) // 2
+if (CTL_WORDS % 2, SERVE["seed"] % 2, SERVE["host_dst"], SERVE["dst"] % 2) != (0, 0, 3, 0):
+    raise AssertionError("the request block's SEED, HOST_DST and DST must pair as u64 words")
+
+
+class ServedCalls:
+    """Mixed into :class:`blest.runtime.engine.Engine`, which provides the buffers, the
+    launches and the checks used here."""
+
+    _cp: Any
+    _lock: Any
+    _device_id: int
+    _host_block: Any  # page-locked u32: the control block's copy, then the request block
+    _host_ctl: Any
+    _host_levels: Any
+    _state: dict[str, Any]
+    _spare: Any
+    _own_ptr: int
+    _new_of_old: Any
+    n: int
+    spec: Any
+    _serve_idle_us: int | None = None  # inside serving(): the server's idle limit
+    _serve_stream: Any = None  # the running server's stream, or None
+    _serve_seq: int = 0  # the number of the call posted last
+    _serve_wide: Any = None  # the host block as u64 words
+
+    @contextlib.contextmanager
+    def serving(self, idle_ms: float = 20.0) -> Iterator[Any]:
+        """Serve plain calls (one source, no depth limit, no parents) from a kernel that stays
+        on the GPU while the block runs: each call costs about one bus round trip beyond its
+        traversal instead of a launch and a wait. The kernel holds the GPU's SMs meanwhile, so
+        other GPU work may wait for the block's end, or for ``idle_ms`` without a call, after
+        which the kernel ends and the next call starts it again. The persistent variants only
+        (the others run their calls as usual inside the block); ``stats.traversal_ms`` is NaN
+        for served calls. Yields the engine."""
+        check_idle_ms(idle_ms)
+        if self.spec.launch != "persistent":  # no serving kernel: calls run as usual
+            self._check_open()
+            yield self
+            return
+        with self._lock:
+            self._check_open()
+            if self._serve_idle_us is not None:
+                raise ArgumentError("this engine is serving already")
+            self._serve_idle_us = max(1, int(idle_ms * 1000))
+            self._serve_wide = self._host_block.view(np.uint64)
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._serve_idle_us = None
+                self._serve_stop()
+
+    def _serve_call(self, src: int, out: Any) -> Any:
+        """One plain call through the server (under the engine's lock)."""
+        cp, block = self._cp, self._host_block
+        fresh, refill, host_dst, ordered = None, False, 0, False
+        dst = self._own_ptr
+        if isinstance(out, str) and out == "device":
+            # A fresh array: the caller cannot have queued work on it. The spare was allocated
+            # during the previous call, when none of the caller's work was queued either.
+            fresh, refill, self._spare = self._spare, True, None
+            if fresh is None:
+                with cp.cuda.Device(self._device_id):
+                    fresh = cp.empty(self.n, dtype=cp.int32)
+            dst, ordered = fresh.data.ptr, True
+        elif isinstance(out, cp.ndarray):
+            if out.flags.c_contiguous and out.device.id == self._device_id:
+                dst, fresh = out.data.ptr, out
+        elif out is None or isinstance(out, np.ndarray):
+            host = self._host_levels if self._staged(out) else out
+            dst, host_dst = host.ctypes.data, 1
+        if not ordered:  # the caller's earlier work first, as a launch would order it
+            stream = cp.cuda.get_current_stream()
+            if not stream.done:
+                stream.synchronize()
+        seq = self._serve_seq = (self._serve_seq + 1) & 0xFFFFFFFF or 1
+        wide = self._serve_wide  # u64 words of the request block: {SEED, HOST_DST}, DST
+        wide[_SEED_WIDE] = int(self._new_of_old[src]) | host_dst << 32
+        wide[_DST_WIDE] = dst
+        block[_SEQ] = seq  # last: the kernel reads the rest after it
+        if self._serve_stream is None:
+            self._serve_start()
+        if refill:  # the next out="device" call's array, allocated while the GPU works
+            with cp.cuda.Device(self._device_id):
+                self._spare = cp.empty(self.n, dtype=cp.int32)
+        self._serve_wait(seq)
+        self._check_ctl(src, 1, timed=False)
+        if fresh is not None:
+            return fresh
+        if out is None:
+            return self._host_levels.copy()
+        if isinstance(out, np.ndarray):
+            if self._staged(out):
+                np.copyto(out, self._host_levels)
+            return out
+        return self._deliver(out)  # "view", or a CuPy out the kernel cannot write directly
+
+    def _serve_start(self) -> None:
+        """Launch the server on a stream of its own, with zeroed barrier counts."""
+        cp = self._cp
+        with cp.cuda.Device(self._device_id):
+            cp.cuda.get_current_stream().synchronize()  # nothing of ours still running
+            stream = cp.cuda.Stream(non_blocking=True)
+            req = self._host_block[CTL_WORDS:]
+            req[SERVE["idle_us"]] = self._serve_idle_us or 1
+            req[SERVE["quit"]] = 0
+            with stream:
+                self._state["ctl"].fill(0)
+                self._enqueue_traversal(-1, fused_ctl_out=self._host_block.ctypes.data,
+                                        fused=FUSED_SERVE)  # fmt: skip
+            self._serve_stream = stream
+
+    def _serve_wait(self, seq: int) -> None:
+        """Spin until the server answers call ``seq``; start it again if it ended meanwhile
+        (idle). A Ctrl-C waits for the answer first, so that the engine stays consistent."""
+        interrupt = None
+        while True:
+            try:
+                self._serve_spin(seq)
+                break
+            except KeyboardInterrupt as exc:
+                interrupt = exc
+        if interrupt is not None:
+            raise interrupt
+
+    def _serve_spin(self, seq: int) -> None:
+        block = self._host_block
+        while block[_ANSWER] != seq:
+            for _ in range(_SPINS_PER_LOOK):
+                if block[_ANSWER] == seq:
+                    return
+            if not self._serve_stream.done:  # raises if the kernel failed
+                continue
+            if block[_ANSWER] == seq:
+                return
+            self._serve_stream = None
+            self._state["ctl"].get(out=self._host_ctl)
+            if self._host_ctl[CTL["error"]]:
+                self._check_ctl(-1, 1, timed=False)  # voids the engine and raises
+            self._serve_start()  # it ended, idle, before this call was posted
+
+    def _serve_stop(self) -> None:
+        """End the server, if one runs, and wait for it (every posted call is answered)."""
+        stream = self._serve_stream
+        if stream is None:
+            return
+        self._host_block[CTL_WORDS + SERVE["quit"]] = 1
+        self._serve_stream = None
+        stream.synchronize()
+        self._state["ctl"].get(out=self._host_ctl)
+        if self._host_ctl[CTL["error"]]:
+            self._void = "a grid barrier of the serving kernel timed out; the engine is void"
+            raise EngineError(self._void)
+
+    # Everything else an engine runs shares the server's buffers or its SMs: it ends the server.
+    def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Any) -> Any:
+        with self._lock:
+            self._serve_stop()
+        return super()._bfs_many(users, out, progress)  # type: ignore[misc]
+
+    def _source_sums(self, users: np.ndarray, progress: Any) -> Any:
+        with self._lock:
+            self._serve_stop()
+        return super()._source_sums(users, progress)  # type: ignore[misc]
+
+    def debug_state(self) -> dict[str, Any]:
+        with self._lock:
+            self._serve_stop()
+        return super().debug_state()  # type: ignore[misc]
+
+    def level_times_ms(self) -> Any:
+        with self._lock:
+            self._serve_stop()
+        return super().level_times_ms()  # type: ignore[misc]

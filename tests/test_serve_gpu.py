@@ -1,0 +1,148 @@
+"""GPU correctness of served calls (``Engine.serving``): every persistent variant's serving
+kernel against SciPy on the graph zoo, with every kind of ``out``, poisoned; the server's life
+(idle ends and restarts, calls it does not serve in between, other engine work, close, the
+caller's stream order). Skipped cleanly without a GPU."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from gpu_util import requires_gpu, seeded_zoo, sources
+
+from blest import VariantSpec, variants
+from blest.errors import ArgumentError, EngineError
+from blest.graph.ordering import rcm
+from blest.reference import bfs_levels
+
+pytestmark = [pytest.mark.gpu, requires_gpu]
+
+POISON = np.int32(0x5A5A5A5A)
+PERSISTENT = [s for s in variants() if s.launch == "persistent"]
+OUTS = ("device", None, "pinned", "cupy", "view", "pageable")
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    return seeded_zoo()
+
+
+def _engine(graph, spec, **kw):
+    from blest.runtime.engine import Engine
+
+    return Engine(graph, spec, **kw)
+
+
+def _call(eng, src: int, how: str) -> np.ndarray:
+    """One served call with ``out`` of kind ``how`` (poisoned where it is the caller's)."""
+    import cupy as cp
+    import cupyx
+
+    n = eng.n
+    if how == "pinned":
+        out = cupyx.empty_pinned(n, dtype=np.int32)
+        out[:] = POISON
+        assert eng.bfs(src, out=out) is out
+        return out.copy()
+    if how == "pageable":
+        out = np.full(n, POISON, dtype=np.int32)
+        assert eng.bfs(src, out=out) is out
+        return out
+    if how == "cupy":
+        out = cp.full(n, POISON, dtype=cp.int32)
+        assert eng.bfs(src, out=out) is out
+        return out.get()
+    got = eng.bfs(src, out=how)
+    return got.get() if isinstance(got, cp.ndarray) else got
+
+
+@pytest.mark.parametrize("spec", PERSISTENT, ids=lambda s: s.name)
+def test_served_levels_match_scipy(zoo, spec):
+    rng, graphs = zoo
+    for name, graph in graphs.items():
+        perm = rcm(graph) if name in ("power_law", "road_deep") else None  # the user-id pass
+        eta = float(rng.choice([0.5, 2.0, 1e9]))
+        small = int(rng.choice([0, 16, 10**6]))
+        with _engine(graph, spec, eta=eta, small_queue=small, permutation=perm) as eng:
+            with eng.serving():
+                for i, src in enumerate(sources(rng, graph)):
+                    how = OUTS[i % len(OUTS)]
+                    want = bfs_levels(graph, int(src))
+                    got = _call(eng, int(src), how)
+                    ctx = f"{spec.name} {name} src={src} out={how}"
+                    np.testing.assert_array_equal(got, want, err_msg=ctx)
+                    stats = eng.stats
+                    assert stats.visited == int((want >= 0).sum()) and stats.depth == want.max()
+                    assert np.isnan(stats.traversal_ms), ctx
+                assert eng._serve_stream is not None  # served, not launched
+            assert eng._serve_stream is None
+
+
+SERVED = [
+    VariantSpec(sigma=32, update="eager", queue="resident", switching=False),
+    VariantSpec(sigma=8, update="lazy", queue="vss", switching=True),
+]
+
+
+@pytest.mark.parametrize("spec", SERVED, ids=lambda s: s.name)
+def test_server_life(zoo, spec):
+    """Idle ends and restarts, calls the server does not serve (a depth limit, parents,
+    several seeds), multi-source work and the caller's kernels between served calls: every
+    answer stays SciPy's."""
+    import cupy as cp
+
+    rng, graphs = zoo
+    graph = graphs["power_law"]
+    srcs = [int(s) for s in sources(rng, graph, 6)]
+    wants = [bfs_levels(graph, s) for s in srcs]
+    with _engine(graph, spec, permutation=rcm(graph)) as eng, eng.serving(idle_ms=1.0):
+        for k, (src, want) in enumerate(zip(srcs, wants, strict=True)):
+            np.testing.assert_array_equal(_call(eng, src, "device"), want)
+            if k == 0:
+                time.sleep(0.05)  # the server ends, idle; the next call starts it again
+                assert eng._serve_stream is not None and eng._serve_stream.done
+            elif k == 1:
+                limited = eng.bfs(src, depth_limit=1)
+                np.testing.assert_array_equal(limited, np.where(want <= 1, want, -1))
+                assert eng._serve_stream is None  # ended for the launched call
+            elif k == 2:
+                levels, parents = eng.bfs(src, parents=True)
+                np.testing.assert_array_equal(levels, want)
+                assert parents[src] == -1
+            elif k == 3:
+                both = eng.bfs_many([src, srcs[0]])
+                np.testing.assert_array_equal(both[0], want)
+                np.testing.assert_array_equal(both[1], wants[0])
+            elif k == 4:
+                total = int(cp.asarray(want).sum())  # the caller's kernel while it serves
+                assert total == int(want.sum())
+            # the caller's queued work on the out array comes first, as for a launched call
+            out = cp.empty(graph.n, dtype=cp.int32)
+            out.fill(int(POISON))
+            np.testing.assert_array_equal(eng.bfs(src, out=out).get(), want)
+
+
+def test_serving_refusals_and_close(zoo):
+    """Variants without a serving kernel run their calls as usual inside the block; bad idle
+    limits and nested blocks are refused; close() inside the block ends the server first."""
+    _, graphs = zoo
+    graph = graphs["directed"]
+    src = int(np.flatnonzero(graph.out_degree > 0)[0])
+    for spec in (VariantSpec.block(8), VariantSpec(sigma=8, launch="per_level")):
+        with _engine(graph, spec) as eng, eng.serving():  # no serving kernel: calls as usual
+            np.testing.assert_array_equal(eng.bfs(src), bfs_levels(graph, src))
+            assert eng._serve_stream is None
+    eng = _engine(graph, SERVED[0])
+    with pytest.raises(ArgumentError, match="idle_ms"):
+        with eng.serving(idle_ms=0):
+            pass
+    with eng.serving():
+        with pytest.raises(ArgumentError, match="serving already"):
+            with eng.serving():
+                pass
+        np.testing.assert_array_equal(eng.bfs(src), bfs_levels(graph, src))
+        eng.close()  # ends the server before its buffers go
+        assert eng._serve_stream is None
+        with pytest.raises(EngineError):
+            eng.bfs(src)

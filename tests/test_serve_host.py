@@ -1,0 +1,122 @@
+"""The host's side of served calls, without a GPU: the wait for an answer (a server that ended
+idle is started again, a failed one voids the engine, a Ctrl-C lets the call finish first and
+is raised after it), and ``serving()`` on engines without a serving kernel (the CPU paths run
+their calls as usual; bad idle limits are refused). ``tests/test_serve_gpu.py`` runs the kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from blest.codegen.contract import CTL, CTL_WORDS, SERVE, SERVE_WORDS
+from blest.errors import ArgumentError, EngineError
+from blest.graph.prepared import Prepared
+from blest.reference import bfs_levels
+from blest.runtime.engine_serve import ServedCalls
+from blest.runtime.factory import make_engine
+
+ANSWER = CTL_WORDS + SERVE["answer"]
+
+
+class FakeStream:
+    """A server's stream: still running for ``runs`` looks, then done."""
+
+    def __init__(self, runs: int) -> None:
+        self.runs = runs
+
+    @property
+    def done(self) -> bool:
+        self.runs -= 1
+        return self.runs < 0
+
+
+class FakeCtl:
+    def __init__(self, words: np.ndarray) -> None:
+        self.words = words
+
+    def get(self, out: np.ndarray) -> None:
+        out[:] = self.words
+
+
+class FakeServer(ServedCalls):
+    """ServedCalls over host arrays: ``answer_at_start`` answers the pending call when the
+    server is started again; ``device_ctl`` is what the device's control block holds."""
+
+    def __init__(self, runs: int, device_ctl: np.ndarray, answer_at_start: int | None) -> None:
+        self._host_block = np.zeros(CTL_WORDS + SERVE_WORDS, dtype=np.uint32)
+        self._host_ctl = self._host_block[:CTL_WORDS]
+        self._serve_stream = FakeStream(runs)
+        self._state = {"ctl": FakeCtl(device_ctl)}
+        self.answer_at_start = answer_at_start
+        self.starts = 0
+        self.voided = False
+
+    def _serve_start(self) -> None:
+        self.starts += 1
+        self._serve_stream = FakeStream(1)
+        if self.answer_at_start is not None:
+            self._host_block[ANSWER] = self.answer_at_start
+
+    def _check_ctl(self, user: int, seeds: int, timed: bool | None = None) -> None:
+        if self._host_ctl[CTL["error"]]:
+            self.voided = True
+            raise EngineError("void")
+
+
+def test_an_answer_ends_the_wait():
+    fake = FakeServer(runs=10, device_ctl=np.zeros(CTL_WORDS, np.uint32), answer_at_start=None)
+    fake._host_block[ANSWER] = 7
+    fake._serve_wait(7)
+    assert fake.starts == 0
+
+
+def test_a_server_that_ended_idle_is_started_again():
+    fake = FakeServer(runs=2, device_ctl=np.zeros(CTL_WORDS, np.uint32), answer_at_start=3)
+    fake._host_block[ANSWER] = 2  # the previous call's answer
+    fake._serve_wait(3)
+    assert fake.starts == 1 and fake._host_block[ANSWER] == 3
+
+
+def test_a_failed_server_voids_the_engine():
+    ctl = np.zeros(CTL_WORDS, np.uint32)
+    ctl[CTL["error"]] = 1
+    fake = FakeServer(runs=0, device_ctl=ctl, answer_at_start=None)
+    with pytest.raises(EngineError):
+        fake._serve_wait(5)
+    assert fake.voided and fake.starts == 0 and fake._serve_stream is None
+
+
+def test_ctrl_c_waits_for_the_answer_then_raises():
+    fake = FakeServer(runs=10, device_ctl=np.zeros(CTL_WORDS, np.uint32), answer_at_start=None)
+    spin, calls = fake._serve_spin, []
+
+    def interrupted(seq: int) -> None:
+        calls.append(seq)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        fake._host_block[ANSWER] = seq  # the answer arrives while the host still waits
+        spin(seq)
+
+    fake._serve_spin = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        fake._serve_wait(9)
+    assert calls == [9, 9] and fake._host_block[ANSWER] == 9
+
+
+@pytest.mark.parametrize("device", ["cpu", "emulator"])
+def test_serving_without_a_serving_kernel_runs_calls_as_usual(rng, device):
+    from blest.datasets.classes import make_power_law
+
+    graph = make_power_law(rng, 300)
+    src = int(np.flatnonzero(graph.out_degree > 0)[0])
+    with make_engine(Prepared.from_graph(graph, 8), device=device) as eng:
+        with eng.serving(idle_ms=5) as served:
+            assert served is eng
+            np.testing.assert_array_equal(eng.bfs(src), bfs_levels(graph, src))
+        for bad in (0, -1.0, float("nan"), 1e9, "20"):
+            with pytest.raises(ArgumentError, match="idle_ms"):
+                with eng.serving(idle_ms=bad):
+                    pass
+    with pytest.raises(EngineError):
+        with eng.serving():
+            pass
