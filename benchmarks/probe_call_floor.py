@@ -215,9 +215,24 @@ def python_pieces(eng, src: int, rounds: int = 20000) -> None:
     each("stream done (idle)", lambda: cp.cuda.get_current_stream().done)
 
 
+def calls(eng, srcs: list[int], rounds: int, out: str, sync) -> list[float]:
+    """Host us of each ``bfs(src, out=out)``, back to back, between two ``sync()``."""
+    walls = []
+    for _ in range(rounds):
+        for s in srcs:
+            sync()
+            t0 = time.perf_counter()
+            eng.bfs(s, out=out)
+            sync()
+            walls.append((time.perf_counter() - t0) * 1e6)
+    return walls
+
+
 def served_phases(eng, srcs: list[int], rounds: int) -> None:
     """Host us of the served call's phases (a copy of ``_serve_call``'s steps for
-    ``out="device"``, timed between them), medians."""
+    ``out="device"``, timed between them), medians. (Session 18's calls 7-12 ran an earlier
+    copy that also queried the caller's stream in "out", which ``_serve_call`` no longer does
+    for ``out="device"`` since call 9, and posted with five stores instead of three.)"""
     import cupy as cp
 
     from blest.codegen.contract import CTL_WORDS, SERVE
@@ -240,16 +255,12 @@ def served_phases(eng, srcs: list[int], rounds: int) -> None:
                     t.append(time.perf_counter())
                     fresh, eng._spare = eng._spare, None
                     dst = fresh.data.ptr
-                    stream = cp.cuda.get_current_stream()
-                    done = stream.done
                     t.append(time.perf_counter())
-                    req = eng._host_block[CTL_WORDS:]
                     seq = eng._serve_seq = eng._serve_seq + 1
-                    req[SERVE["seed"]] = int(eng._new_of_old[src])
-                    req[SERVE["host_dst"]] = 0
-                    req[SERVE["dst"]] = dst & 0xFFFFFFFF
-                    req[SERVE["dst"] + 1] = dst >> 32
-                    req[SERVE["seq"]] = seq
+                    wide = eng._serve_wide
+                    wide[(CTL_WORDS + SERVE["seed"]) // 2] = int(eng._new_of_old[src])
+                    wide[(CTL_WORDS + SERVE["dst"]) // 2] = dst
+                    eng._host_block[CTL_WORDS + SERVE["seq"]] = seq
                     t.append(time.perf_counter())
                     with cp.cuda.Device(eng._device_id):
                         eng._spare = cp.empty(eng.n, dtype=cp.int32)
@@ -260,8 +271,7 @@ def served_phases(eng, srcs: list[int], rounds: int) -> None:
                     t.append(time.perf_counter())
                 caller.synchronize()
                 t.append(time.perf_counter())
-                assert done
-                names = ["checks", "lock", "out+stream.done", "post", "refill", "spin", "ctl",
+                names = ["checks", "lock", "out", "post", "refill", "spin", "ctl",
                          "caller sync"]  # fmt: skip
                 for name, a, b in zip(names, t, t[1:], strict=False):
                     marks.setdefault(name, []).append((b - a) * 1e6)
@@ -297,33 +307,14 @@ def main() -> None:
                         trav.append(eng.stats.traversal_ms * 1e3)
                 eng.timing = False
                 eng.bfs(srcs[0], out="device")
-                whole, whole_view, graph_only = [], [], []
-                dev = cp.cuda.Device()
-                for _ in range(args.rounds):
-                    for s in srcs:
-                        dev.synchronize()
-                        t0 = time.perf_counter()
-                        eng.bfs(s, out="device")
-                        dev.synchronize()
-                        whole.append((time.perf_counter() - t0) * 1e6)
-                for _ in range(args.rounds):
-                    for s in srcs:
-                        dev.synchronize()
-                        t0 = time.perf_counter()
-                        eng.bfs(s, out="view")
-                        dev.synchronize()
-                        whole_view.append((time.perf_counter() - t0) * 1e6)
-                served = []
-                caller = cp.cuda.get_current_stream()  # a device-wide sync would wait for
-                with eng.serving():  # the server's end (idle_ms)
+                graph_only = []
+                sync = cp.cuda.Device().synchronize
+                whole = calls(eng, srcs, args.rounds, "device", sync)
+                whole_view = calls(eng, srcs, args.rounds, "view", sync)
+                with eng.serving():  # a device-wide sync would wait for the server's end
                     eng.bfs(srcs[0], out="device")
-                    for _ in range(args.rounds):
-                        for s in srcs:
-                            caller.synchronize()
-                            t0 = time.perf_counter()
-                            eng.bfs(s, out="device")
-                            caller.synchronize()
-                            served.append((time.perf_counter() - t0) * 1e6)
+                    sync = cp.cuda.get_current_stream().synchronize
+                    served = calls(eng, srcs, args.rounds, "device", sync)
                 spins = []
                 spin = eng._serve_spin
 
