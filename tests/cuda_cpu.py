@@ -232,12 +232,13 @@ def _host_source(cuda: str) -> str:
         "v = __atomic_load_n(p, __ATOMIC_ACQUIRE);",
         text,
     )
-    text = re.sub(
-        r'asm volatile\("ld\.acquire\.sys\.global\.u32 %0, \[%1\];" : "=r"\(v\) : '
-        r'"l"\(p\) : "memory"\);',
-        "v = __atomic_load_n(p, __ATOMIC_ACQUIRE);",
-        text,
-    )
+    for order in ("acquire", "relaxed"):  # host memory, u64 (serve.cu.j2)
+        text = re.sub(
+            rf'asm volatile\("ld\.{order}\.sys\.global\.u64 %0, \[%1\];" : "=l"\(v\) : '
+            r'"l"\(p\) : "memory"\);',
+            f"v = __atomic_load_n((const unsigned long long*)p, __ATOMIC_{order.upper()});",
+            text,
+        )
     text = re.sub(
         r'asm volatile\("st\.release\.sys\.global\.u32 \[%0\], %1;" :: "l"\(p\), '
         r'"r"\(v\) : "memory"\);',

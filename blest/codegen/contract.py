@@ -109,6 +109,13 @@ SERVE_FIELDS: tuple[CtlField, ...] = (
 
 #: Request-block offsets by lower-case name, for the host.
 SERVE: dict[str, int] = {f.name.lower(): f.offset for f in SERVE_FIELDS}
+# serve.cu.j2 loads {SEQ, QUIT}, {SEED, HOST_DST}, DST, IDLE_US and ANSWER as aligned u64 words.
+if (
+    CTL_WORDS % 2
+    or (SERVE["seq"], SERVE["quit"], SERVE["seed"], SERVE["host_dst"]) != (0, 1, 2, 3)
+    or any(SERVE[k] % 2 for k in ("dst", "idle_us", "answer"))
+):
+    raise AssertionError("the request block's fields must pair as aligned u64 words")
 
 #: The traversal kernel's ``fused`` argument: 0 traverses only, 1 also initializes and delivers
 #: (a captured call), 2 serves calls until told to stop (serve.cu.j2).
