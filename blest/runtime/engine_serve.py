@@ -7,7 +7,8 @@ launch their traversal kernel once, with ``fused = FUSED_SERVE`` (``templates/se
 it waits for calls that the host posts in page-locked memory (the seed, where the levels go,
 then the call's number), runs each as a captured call would (init, levels, the pass to the
 user's ids), copies the control block back and publishes the call's number, which the host
-spins on. A call is then one bus round trip on top of its traversal.
+spins on. A call is then two bus round trips (the poll, then the request) and three grid
+barriers on top of its traversal: about 4 us on an H100 (``benchmarks/NOTES.md``, session 18).
 
 While it waits, the kernel holds the GPU's SMs: other kernels (the caller's, or another
 engine's) may wait for it to end, which it does when the ``with`` block ends, after ``idle_ms``
@@ -64,7 +65,7 @@ class ServedCalls:
     @contextlib.contextmanager
     def serving(self, idle_ms: float = 20.0) -> Iterator[Any]:
         """Serve plain calls (one source, no depth limit, no parents) from a kernel that stays
-        on the GPU while the block runs: each call costs about one bus round trip beyond its
+        on the GPU while the block runs: each call costs a few bus round trips beyond its
         traversal instead of a launch and a wait. The kernel holds the GPU's SMs meanwhile, so
         other GPU work may wait for the block's end, or for ``idle_ms`` without a call, after
         which the kernel ends and the next call starts it again. The persistent variants only
