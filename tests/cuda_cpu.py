@@ -16,7 +16,9 @@ as that many blocks of threads, each with its own dynamic shared memory, barrier
 dynamic shared memory (kernels that map addresses keep all their shared memory there), and the
 cluster barrier is one ``std::barrier`` of every thread. A logic check of the CUDA code itself
 (its barriers, counters, queues, warp collectives and MMA packing) on machines without a GPU;
-timing means nothing here, and no other inline PTX runs (it is refused).
+timing means nothing here, and no other inline PTX runs (it is refused). A serving kernel
+(``serve.cu.j2``) gets a host thread beside it that posts its calls (:func:`_poster`); its
+system-scope loads and stores become GCC atomics.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ then meets one block), with the binary MMA emulated from its fragment layout. Le
 SciPy on directed, undirected, disconnected, deep and power-law graphs, for variants covering
 every axis of the persistent drivers (sigma, eager and lazy, dirty sets, queue policy,
 switching with eta 0, 2 and always bottom-up, small-queue levels in block 0); with the return
-rule (beta), the levels' directions against the emulator. The gpu-marked tests run every
-variant on the device."""
+rule (beta), the levels' directions against the emulator. The serving kernel answers calls posted by
+a host thread. The gpu-marked tests run every variant on the device."""
 
 from __future__ import annotations
 
@@ -86,7 +86,10 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
 def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small: int,
                    fused: int, beta: float,
                    served: np.ndarray | None = None) -> dict:  # fmt: skip
-    """Every array of the traversal :func:`traverse` describes, as the kernels left them."""
+    """Every array of the traversal :func:`traverse` describes, as the kernels left them;
+    ``fused=FUSED_SERVE``: the serving kernel answering the calls from ``served`` (seeds) that
+    the runner's host thread posts, each call's levels and control block in its row of
+    ``serve_out`` and ``serve_ctl``."""
     b, n = prep.bvss, prep.n
     words = (n + 31) // 32
     arrays = {
