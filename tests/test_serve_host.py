@@ -120,3 +120,17 @@ def test_serving_without_a_serving_kernel_runs_calls_as_usual(rng, device):
     with pytest.raises(EngineError):
         with eng.serving():
             pass
+
+
+def test_a_resident_server_ends_before_its_barrier_counts_could_overflow():
+    """The resident queue counts a launch's grid-barrier arrivals in 32 bits: the host ends
+    the server (the next call starts it with zeroed counts) while the next call's worst case,
+    n + 4 barriers of every block, still fits."""
+    from blest.runtime.engine_serve import resident_counts_full
+
+    n, blocks = 6549, 132
+    worst = (n + 4) * blocks
+    assert not resident_counts_full(0, n, blocks)
+    assert not resident_counts_full(2**32 - worst - 1, n, blocks)
+    assert resident_counts_full(2**32 - worst, n, blocks)
+    assert resident_counts_full(2**32, n, blocks)

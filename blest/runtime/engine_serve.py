@@ -36,9 +36,19 @@ __all__ = ["ServedCalls"]
 _SPINS_PER_LOOK = 2048
 _ANSWER = CTL_WORDS + SERVE["answer"]
 _SEQ = CTL_WORDS + SERVE["seq"]
+_LEVELS_RUN = CTL["levels_run"]
 #: The request's {SEED, HOST_DST} and DST as u64 words of the whole host block (one store each).
 _SEED_WIDE = (CTL_WORDS + SERVE["seed"]) // 2
 _DST_WIDE = (CTL_WORDS + SERVE["dst"]) // 2  # (contract.py checks the pairing)
+#: grid_barrier_sum.cu.j2 (the resident queue) counts a launch's arrivals in 32 bits.
+_ARRIVALS_LIMIT = 1 << 32
+
+
+def resident_counts_full(arrivals: int, n: int, blocks: int) -> bool:
+    """Whether a serving resident kernel that has counted ``arrivals`` grid-barrier arrivals
+    (both counters together) might overflow their 32-bit halves in its next call, which meets
+    at most n + 4 times (every level, and the request, answer and clearing barriers)."""
+    return arrivals + (n + 4) * blocks >= _ARRIVALS_LIMIT
 
 
 class ServedCalls:
@@ -61,6 +71,8 @@ class ServedCalls:
     _serve_stream: Any = None  # the running server's stream, or None
     _serve_seq: int = 0  # the number of the call posted last
     _serve_wide: Any = None  # the host block as u64 words
+    _serve_arrivals: int = 0  # resident queue: grid-barrier arrivals since the launch
+    grid_size: int
 
     @contextlib.contextmanager
     def serving(self, idle_ms: float = 20.0) -> Iterator[Any]:
@@ -112,6 +124,10 @@ class ServedCalls:
             stream = cp.cuda.get_current_stream()
             if not stream.done:
                 stream.synchronize()
+        counted = self.spec.queue == "resident"  # its barrier counts are 32-bit
+        if counted and self._serve_stream is not None:
+            if resident_counts_full(self._serve_arrivals, self.n, self.grid_size):
+                self._serve_stop()  # the next launch starts from zeroed counts
         seq = self._serve_seq = (self._serve_seq + 1) & 0xFFFFFFFF or 1
         wide = self._serve_wide  # u64 words of the request block: {SEED, HOST_DST}, DST
         wide[_SEED_WIDE] = int(self._new_of_old[src]) | host_dst << 32
@@ -124,6 +140,8 @@ class ServedCalls:
                 self._spare = cp.empty(self.n, dtype=cp.int32)
         self._serve_wait(seq)
         self._check_ctl(src, 1, timed=False)
+        if counted:
+            self._serve_arrivals += (int(self._host_ctl[_LEVELS_RUN]) + 3) * self.grid_size
         if fresh is not None:
             return fresh
         if out is None:
@@ -143,6 +161,7 @@ class ServedCalls:
             req = self._host_block[CTL_WORDS:]
             req[SERVE["idle_us"]] = self._serve_idle_us or 1
             req[SERVE["quit"]] = 0
+            self._serve_arrivals = 0
             with stream:
                 self._state["ctl"].fill(0)
                 self._enqueue_traversal(-1, fused_ctl_out=self._host_block.ctypes.data,
@@ -192,22 +211,22 @@ class ServedCalls:
             raise EngineError(self._void)
 
     # Everything else an engine runs shares the server's buffers or its SMs: it ends the server.
-    def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Any) -> Any:
+    def _serve_end(self) -> None:
         with self._lock:
             self._serve_stop()
+
+    def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Any) -> Any:
+        self._serve_end()
         return super()._bfs_many(users, out, progress)  # type: ignore[misc]
 
     def _source_sums(self, users: np.ndarray, progress: Any) -> Any:
-        with self._lock:
-            self._serve_stop()
+        self._serve_end()
         return super()._source_sums(users, progress)  # type: ignore[misc]
 
     def debug_state(self) -> dict[str, Any]:
-        with self._lock:
-            self._serve_stop()
+        self._serve_end()
         return super().debug_state()  # type: ignore[misc]
 
     def level_times_ms(self) -> Any:
-        with self._lock:
-            self._serve_stop()
+        self._serve_end()
         return super().level_times_ms()  # type: ignore[misc]
