@@ -232,10 +232,12 @@ def served_phases(eng, srcs: list[int], rounds: int) -> None:
     """Host us of the served call's phases (a copy of ``_serve_call``'s steps for
     ``out="device"``, timed between them), medians. (Session 18's calls 7-12 ran an earlier
     copy that also queried the caller's stream in "out", which ``_serve_call`` no longer does
-    for ``out="device"`` since call 9, and posted with five stores instead of three.)"""
+    for ``out="device"`` since call 9, and posted with five stores instead of three; session
+    19's posts two u64 words through memoryviews.)"""
     import cupy as cp
 
-    from blest.codegen.contract import CTL_WORDS, SERVE
+    from blest.codegen.contract import DST_TAG_SHIFT
+    from blest.runtime import engine_serve as es
     from blest.runtime.engine_capture import plain_id
 
     marks: dict[str, list[float]] = {}
@@ -246,21 +248,19 @@ def served_phases(eng, srcs: list[int], rounds: int) -> None:
             for src in srcs:
                 caller.synchronize()
                 t = [time.perf_counter()]
-                eng._check_open()
-                eng._check_out("device")
                 plain_id(src, eng.n)
                 t.append(time.perf_counter())
                 with eng._lock:
-                    eng._check_open()
+                    if eng._closed or eng._void:
+                        eng._check_open()
                     t.append(time.perf_counter())
                     fresh, eng._spare = eng._spare, None
                     dst = fresh.data.ptr
                     t.append(time.perf_counter())
                     seq = eng._serve_seq = eng._serve_seq + 1
-                    wide = eng._serve_wide
-                    wide[(CTL_WORDS + SERVE["seed"]) // 2] = int(eng._new_of_old[src])
-                    wide[(CTL_WORDS + SERVE["dst"]) // 2] = dst
-                    eng._host_block[CTL_WORDS + SERVE["seq"]] = seq
+                    words = eng._serve_words
+                    words[es._DST_WIDE] = dst | (seq & es._TAG_MASK) << DST_TAG_SHIFT
+                    words[es._HEAD_WIDE] = seq | eng._serve_ids[src] << 32
                     t.append(time.perf_counter())
                     with cp.cuda.Device(eng._device_id):
                         eng._spare = cp.empty(eng.n, dtype=cp.int32)

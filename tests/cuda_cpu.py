@@ -247,6 +247,12 @@ def _host_source(cuda: str) -> str:
         "__atomic_store_n(p, v, __ATOMIC_RELEASE);",
         text,
     )
+    text = re.sub(
+        r'asm volatile\("atom\.acq_rel\.gpu\.global\.add\.u64 %0, \[%1\], %2;" : '
+        r'"=l"\(old\) : "l"\(p\), "l"\(v\) : "memory"\);',
+        "old = __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);",
+        text,
+    )
     if "asm" in re.sub(r"//[^\n]*", "", text):
         raise ValueError("the kernel holds inline PTX this runner does not emulate")
     return text.replace('extern "C" ', "")
@@ -255,9 +261,11 @@ def _host_source(cuda: str) -> str:
 def _poster(serve: dict[str, int]) -> list[str]:
     """The host's side of a serving kernel (serve.cu.j2), as a thread beside the launch: posts
     call k (seed ``serve_seeds[k]``, levels to row k of ``serve_out``, host memory) in the
-    request block after ``ctl_out``'s control words, waits for its answer, keeps the answered
-    control block as row k of ``serve_ctl``, then asks the server to end."""
+    request block after ``ctl_out``'s control words (the tagged DST word, then {SEQ, SEED} in
+    one store), waits for its answer, keeps the answered control block as row k of
+    ``serve_ctl``, then asks the server to end."""
     words, r = serve["ctl_words"], serve
+    tag, host_bit, quit_seed = serve["dst_tag_shift"], serve["dst_host_bit"], serve["quit"]
     return [
         '    std::vector<char> buf_serve_seeds = slurp(dir + "/serve_seeds.bin");',
         '    std::vector<char> buf_serve_out = slurp(dir + "/serve_out.bin");',
@@ -267,20 +275,24 @@ def _poster(serve: dict[str, int]) -> list[str]:
         "        const long long calls = buf_serve_seeds.size() / 4;",
         "        const long long row = buf_serve_out.size() / 4 / (calls ? calls : 1);",
         f"        unsigned* req = (unsigned*)ctl_out + {words};",
+        f"        unsigned long long* head = (unsigned long long*)(req + {r['seq']});",
         "        for (long long k = 1; k <= calls; ++k) {",
-        f"            req[{r['seed']}] = (unsigned)seeds[k - 1];",
-        f"            req[{r['host_dst']}] = 1u;",
         "            const unsigned long long d = (unsigned long long)"
         "((int*)buf_serve_out.data() + (k - 1) * row);",
-        f"            req[{r['dst']}] = (unsigned)d; req[{r['dst']} + 1] = (unsigned)(d >> 32);",
-        f"            __atomic_store_n(req + {r['seq']}, (unsigned)k, __ATOMIC_RELEASE);",
+        "            const unsigned long long word = d"
+        f" | ((unsigned long long)(k & 0x7fff) << {tag}) | (1ull << {host_bit});",
+        f"            __atomic_store_n((unsigned long long*)(req + {r['dst']}), word,"
+        " __ATOMIC_RELAXED);",
+        "            __atomic_store_n(head, (unsigned long long)k |"
+        " ((unsigned long long)(unsigned)seeds[k - 1] << 32), __ATOMIC_RELEASE);",
         f"            while (__atomic_load_n(req + {r['answer']}, __ATOMIC_ACQUIRE)"
         " != (unsigned)k)",
         "                std::this_thread::yield();",
         f"            std::memcpy(buf_serve_ctl.data() + (k - 1) * {4 * words}, ctl_out,"
         f" {4 * words});",
         "        }",
-        f"        __atomic_store_n(req + {r['quit']}, 1u, __ATOMIC_RELEASE);",
+        f"        __atomic_store_n(head, (unsigned long long)calls | ({quit_seed}ull << 32),"
+        " __ATOMIC_RELEASE);",
         "    });",
     ]
 

@@ -146,3 +146,19 @@ def test_serving_refusals_and_close(zoo):
         assert eng._serve_stream is None
         with pytest.raises(EngineError):
             eng.bfs(src)
+
+
+def test_unpostable_destinations_run_unserved(zoo, monkeypatch):
+    """A destination that the request's tagged DST word cannot carry (here: every one) makes
+    the call run launched, as outside ``serving()``, with the same levels."""
+    from blest.runtime import engine_serve
+
+    monkeypatch.setattr(engine_serve, "_ADDRESS_LIMIT", 0)
+    rng, graphs = zoo
+    graph = graphs["power_law"]
+    with _engine(graph, SERVED[0], permutation=rcm(graph)) as eng, eng.serving():
+        for i, src in enumerate(sources(rng, graph, len(OUTS))):
+            how = OUTS[i % len(OUTS)]
+            got = _call(eng, int(src), how)
+            np.testing.assert_array_equal(got, bfs_levels(graph, int(src)), err_msg=how)
+            assert eng._serve_stream is None, how

@@ -19,9 +19,12 @@ from blest.codegen.contract import (
     CALL_SLOT,
     CTL,
     CTL_WORDS,
+    DST_HOST_BIT,
+    DST_TAG_SHIFT,
     FUSED_SERVE,
     HUB_DEGREE,
     SERVE,
+    SERVE_QUIT,
     SERVE_WORDS,
     frontier_buffers,
     queue_buffers,
@@ -66,7 +69,8 @@ def programs(tmp_path_factory):
         init = (names["init"], [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src")])
         out[spec] = build(render(spec), [init, bfs], params, [], cache)
         out[spec, "fused"] = build(render(spec), [bfs], params, [], cache)
-        serve = {**SERVE, "ctl_words": CTL_WORDS}
+        serve = {**SERVE, "ctl_words": CTL_WORDS, "dst_tag_shift": DST_TAG_SHIFT,
+                 "dst_host_bit": DST_HOST_BIT, "quit": SERVE_QUIT}  # fmt: skip
         out[spec, "serve"] = build(render(spec), [bfs], params, [], cache, serve=serve)
     return out
 
@@ -110,6 +114,7 @@ def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float,
         arrays["ctl"][:] = 0
         arrays["ctl_out"] = np.zeros(CTL_WORDS + SERVE_WORDS, dtype=np.uint32)
         arrays["ctl_out"][:CTL_WORDS] = 99
+        arrays["ctl_out"][CTL["error"]] = 0  # the host's copy of ERROR is zero while usable
         arrays["ctl_out"][CTL_WORDS + SERVE["idle_us"]] = 1000
         arrays["serve_seeds"] = np.asarray(served, dtype=np.int32)
         arrays["serve_out"] = np.full((len(served), n), 0x5A5A5A5A, dtype=np.int32)

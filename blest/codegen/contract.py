@@ -27,6 +27,9 @@ __all__ = [
     "SERVE_FIELDS",
     "SERVE",
     "SERVE_WORDS",
+    "SERVE_QUIT",
+    "DST_TAG_SHIFT",
+    "DST_HOST_BIT",
     "FUSED_ONCE",
     "FUSED_SERVE",
     "frontier_buffers",
@@ -98,21 +101,26 @@ CALL_SLOT = (24, 6)
 SERVE_WORDS = 16
 
 SERVE_FIELDS: tuple[CtlField, ...] = (
-    CtlField("SEQ", 0, 1, "host: the number of the call posted last (written after the rest)"),
-    CtlField("QUIT", 1, 1, "host: nonzero asks the server to end once no call is pending"),
-    CtlField("SEED", 2, 1, "host: the call's seed (internal id)"),
-    CtlField("HOST_DST", 3, 1, "host: nonzero when DST is page-locked host memory"),
-    CtlField("DST", 4, 2, "host: where the levels go (u64 address; 0: the engine's buffer)"),
-    CtlField("IDLE_US", 6, 1, "host: the server ends after this long without a call"),
-    CtlField("ANSWER", 8, 1, "GPU: the number of the call answered last (after the ctl copy)"),
+    CtlField("SEQ", 0, 1, "host: the number of the call posted last (one u64 store with SEED)"),
+    CtlField("SEED", 1, 1, "host: the call's seed (internal id); SERVE_QUIT: end the server"),
+    CtlField("DST", 2, 2, "host: where the levels go, tagged (see DST_TAG_SHIFT), then SEQ"),
+    CtlField("IDLE_US", 4, 1, "host: the server ends after this long without a call"),
+    CtlField("ANSWER", 6, 1, "GPU: the number of the call answered last (after the ctl copy)"),
 )
 
 #: Request-block offsets by lower-case name, for the host.
 SERVE: dict[str, int] = {f.name.lower(): f.offset for f in SERVE_FIELDS}
-# serve.cu.j2 loads {SEQ, QUIT}, {SEED, HOST_DST}, DST, IDLE_US and ANSWER as aligned u64 words.
+#: SEED's value that asks the server to end (SEQ unchanged: no call pending). No id is this big.
+SERVE_QUIT = 0xFFFFFFFF
+#: The DST word: the address in its low 48 bits, SEQ's low 15 bits above them (the kernel loads
+#: DST beside the poll's acquire of {SEQ, SEED} and trusts it once the tag matches) and, in the
+#: top bit, whether the address is page-locked host memory.
+DST_TAG_SHIFT = 48
+DST_HOST_BIT = 63
+# serve.cu.j2 loads {SEQ, SEED}, DST, IDLE_US and ANSWER as aligned u64 words.
 if (
     CTL_WORDS % 2
-    or (SERVE["seq"], SERVE["quit"], SERVE["seed"], SERVE["host_dst"]) != (0, 1, 2, 3)
+    or (SERVE["seq"], SERVE["seed"]) != (0, 1)
     or any(SERVE[k] % 2 for k in ("dst", "idle_us", "answer"))
 ):
     raise AssertionError("the request block's fields must pair as aligned u64 words")

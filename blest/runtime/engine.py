@@ -55,7 +55,7 @@ from blest.runtime.engine_capture import CallCapture, plain_id
 from blest.runtime.engine_csr import csr_arrays
 from blest.runtime.engine_multi import GPUManySources, MultiSourceChoice
 from blest.runtime.engine_probes import EngineProbes
-from blest.runtime.engine_serve import ServedCalls
+from blest.runtime.engine_serve import UNSERVED, ServedCalls
 from blest.runtime.footprint import estimate_bytes, resident_bytes
 from blest.runtime.msbfs import MSRunner
 from blest.runtime.protocol import BFSStats, Geometry
@@ -63,6 +63,7 @@ from blest.runtime.protocol import BFSStats, Geometry
 __all__ = ["Engine", "BFSStats"]
 
 PER_LEVEL_BATCH = 16
+_ERROR = CTL["error"]
 
 
 class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes, EngineBase):
@@ -308,10 +309,10 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         plain = depth_limit is None and not parents and plain_id(src, self.n)
         if plain and self._serve_idle_us is not None:  # served (engine_serve.py)
             with self._lock:
-                self._check_open()
-                self._check_out(out)
                 if self._serve_idle_us is not None:
-                    return self._serve_call(int(src), out)
+                    levels = self._serve_call(int(src), out)
+                    if levels is not UNSERVED:
+                        return levels
         self._check_open()
         self._check_out(out)
         if self._capture and plain:
@@ -453,15 +454,16 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         """After the wait: void the engine if a grid barrier timed out, else keep the call's
         timing events for :attr:`stats` (``timed``: whether the call recorded them; default
         ``self.timing``)."""
-        start, stop = self._events
-        if self._host_ctl[CTL["error"]]:
+        if self._host_ctl[_ERROR]:
             self._void = (
                 f"kernel {self.spec.name}: a grid barrier timed out (a block never arrived) and "
                 "the result is void"
             )
             raise EngineError(f"{self._void}. Please report this with the graph and source.")
-        timed = self.timing if timed is None else timed
-        self._last = (user, start, stop, seeds) if timed else (user, None, None, seeds)
+        if self.timing if timed is None else timed:
+            self._last = (user, *self._events, seeds)
+        else:
+            self._last = (user, None, None, seeds)
         self.last_stats = None
 
     def _per_level_loop(self, limit: int, eta: np.float64, beta: np.float64) -> None:

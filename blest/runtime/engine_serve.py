@@ -26,7 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from blest.codegen.contract import CTL, CTL_WORDS, FUSED_SERVE, SERVE
+from blest.codegen.contract import (
+    CTL,
+    CTL_WORDS,
+    DST_HOST_BIT,
+    DST_TAG_SHIFT,
+    FUSED_SERVE,
+    SERVE,
+    SERVE_QUIT,
+)
 from blest.errors import ArgumentError, EngineError
 from blest.runtime.base import check_idle_ms
 
@@ -35,13 +43,19 @@ __all__ = ["ServedCalls"]
 #: Host spins between looks at whether the server is still running.
 _SPINS_PER_LOOK = 2048
 _ANSWER = CTL_WORDS + SERVE["answer"]
-_SEQ = CTL_WORDS + SERVE["seq"]
+_ERROR = CTL["error"]
 _LEVELS_RUN = CTL["levels_run"]
-#: The request's {SEED, HOST_DST} and DST as u64 words of the whole host block (one store each).
-_SEED_WIDE = (CTL_WORDS + SERVE["seed"]) // 2
+#: The request's u64 words in the whole host block: {SEQ, SEED} (one store), the tagged DST.
+_HEAD_WIDE = (CTL_WORDS + SERVE["seq"]) // 2
 _DST_WIDE = (CTL_WORDS + SERVE["dst"]) // 2  # (contract.py checks the pairing)
+_TAG_MASK = 0x7FFF
+#: Addresses the DST word can carry below its tag (every user-space and unified address on
+#: today's 64-bit hosts; a call whose levels go elsewhere runs unserved).
+_ADDRESS_LIMIT = 1 << DST_TAG_SHIFT
 #: grid_barrier_sum.cu.j2 (the resident queue) counts a launch's arrivals in 32 bits.
 _ARRIVALS_LIMIT = 1 << 32
+#: What :meth:`ServedCalls._serve_call` returns for a call the server cannot take.
+UNSERVED = object()
 
 
 def resident_counts_full(arrivals: int, n: int, blocks: int) -> bool:
@@ -70,8 +84,14 @@ class ServedCalls:
     _serve_idle_us: int | None = None  # inside serving(): the server's idle limit
     _serve_stream: Any = None  # the running server's stream, or None
     _serve_seq: int = 0  # the number of the call posted last
-    _serve_wide: Any = None  # the host block as u64 words
+    _serve_counted: bool = False  # resident queue: its barrier counts are 32-bit
     _serve_arrivals: int = 0  # resident queue: grid-barrier arrivals since the launch
+    # Inside serving(), memoryviews for the call's path (a tenth of NumPy's cost per item):
+    _serve_words: Any = None  # the host block as u64 words
+    _serve_u32: Any = None  # the host block as u32 words
+    _serve_ids: Any = None  # new_of_old
+    _closed: bool
+    _void: str | None
     grid_size: int
 
     @contextlib.contextmanager
@@ -93,55 +113,66 @@ class ServedCalls:
             if self._serve_idle_us is not None:
                 raise ArgumentError("this engine is serving already")
             self._serve_idle_us = max(1, int(idle_ms * 1000))
-            self._serve_wide = self._host_block.view(np.uint64)
+            self._serve_counted = self.spec.queue == "resident"
+            self._serve_words = memoryview(self._host_block).cast("B").cast("Q")
+            self._serve_u32 = memoryview(self._host_block)
+            self._serve_ids = memoryview(np.ascontiguousarray(self._new_of_old))
         try:
             yield self
         finally:
             with self._lock:
                 self._serve_idle_us = None
+                self._serve_words = self._serve_u32 = self._serve_ids = None
                 self._serve_stop()
 
     def _serve_call(self, src: int, out: Any) -> Any:
-        """One plain call through the server (under the engine's lock)."""
-        cp, block = self._cp, self._host_block
-        fresh, refill, host_dst, ordered = None, False, 0, False
+        """One plain call through the server (under the engine's lock; ``src`` is a valid id),
+        or :data:`UNSERVED` when the levels' destination cannot be posted."""
+        if self._closed or self._void:
+            self._check_open()
+        cp = self._cp
+        fresh, host, ordered = None, 0, False
         dst = self._own_ptr
-        if isinstance(out, str) and out == "device":
+        if out.__class__ is str and out == "device":
             # A fresh array: the caller cannot have queued work on it. The spare was allocated
             # during the previous call, when none of the caller's work was queued either.
-            fresh, refill, self._spare = self._spare, True, None
+            fresh = self._spare
             if fresh is None:
                 with cp.cuda.Device(self._device_id):
                     fresh = cp.empty(self.n, dtype=cp.int32)
             dst, ordered = fresh.data.ptr, True
-        elif isinstance(out, cp.ndarray):
-            if out.flags.c_contiguous and out.device.id == self._device_id:
-                dst, fresh = out.data.ptr, out
-        elif out is None or isinstance(out, np.ndarray):
-            host = self._host_levels if self._staged(out) else out
-            dst, host_dst = host.ctypes.data, 1
+        else:
+            self._check_out(out)
+            if isinstance(out, cp.ndarray):
+                if out.flags.c_contiguous and out.device.id == self._device_id:
+                    dst, fresh = out.data.ptr, out
+            elif out is None or isinstance(out, np.ndarray):
+                dst, host = (self._host_levels if self._staged(out) else out).ctypes.data, 1
+        if dst >= _ADDRESS_LIMIT:
+            return UNSERVED
+        if out.__class__ is str and out == "device":
+            self._spare = None
         if not ordered:  # the caller's earlier work first, as a launch would order it
             stream = cp.cuda.get_current_stream()
             if not stream.done:
                 stream.synchronize()
-        counted = self.spec.queue == "resident"  # its barrier counts are 32-bit
+        counted = self._serve_counted
         if counted and self._serve_stream is not None:
             if resident_counts_full(self._serve_arrivals, self.n, self.grid_size):
                 self._serve_stop()  # the next launch starts from zeroed counts
         seq = self._serve_seq = (self._serve_seq + 1) & 0xFFFFFFFF or 1
-        wide = self._serve_wide  # u64 words of the request block: {SEED, HOST_DST}, DST
-        wide[_SEED_WIDE] = int(self._new_of_old[src]) | host_dst << 32
-        wide[_DST_WIDE] = dst
-        block[_SEQ] = seq  # last: the kernel reads the rest after it
+        words = self._serve_words
+        words[_DST_WIDE] = dst | (seq & _TAG_MASK) << DST_TAG_SHIFT | host << DST_HOST_BIT
+        words[_HEAD_WIDE] = seq | self._serve_ids[src] << 32  # last: one store, read first
         if self._serve_stream is None:
             self._serve_start()
-        if refill:  # the next out="device" call's array, allocated while the GPU works
+        if ordered:  # the next out="device" call's array, allocated while the GPU works
             with cp.cuda.Device(self._device_id):
                 self._spare = cp.empty(self.n, dtype=cp.int32)
         self._serve_wait(seq)
         self._check_ctl(src, 1, timed=False)
         if counted:
-            self._serve_arrivals += (int(self._host_ctl[_LEVELS_RUN]) + 3) * self.grid_size
+            self._serve_arrivals += (self._serve_u32[_LEVELS_RUN] + 3) * self.grid_size
         if fresh is not None:
             return fresh
         if out is None:
@@ -158,9 +189,8 @@ class ServedCalls:
         with cp.cuda.Device(self._device_id):
             cp.cuda.get_current_stream().synchronize()  # nothing of ours still running
             stream = cp.cuda.Stream(non_blocking=True)
-            req = self._host_block[CTL_WORDS:]
-            req[SERVE["idle_us"]] = self._serve_idle_us or 1
-            req[SERVE["quit"]] = 0
+            self._host_block[CTL_WORDS + SERVE["idle_us"]] = self._serve_idle_us or 1
+            self._host_ctl[_ERROR] = 0  # the kernel writes this word of its copy only if set
             self._serve_arrivals = 0
             with stream:
                 self._state["ctl"].fill(0)
@@ -182,7 +212,7 @@ class ServedCalls:
             raise interrupt
 
     def _serve_spin(self, seq: int) -> None:
-        block = self._host_block
+        block = self._serve_u32 if self._serve_u32 is not None else self._host_block
         while block[_ANSWER] != seq:
             for _ in range(_SPINS_PER_LOOK):
                 if block[_ANSWER] == seq:
@@ -193,7 +223,7 @@ class ServedCalls:
                 return
             self._serve_stream = None
             self._state["ctl"].get(out=self._host_ctl)
-            if self._host_ctl[CTL["error"]]:
+            if self._host_ctl[_ERROR]:
                 self._check_ctl(-1, 1, timed=False)  # voids the engine and raises
             self._serve_start()  # it ended, idle, before this call was posted
 
@@ -202,11 +232,12 @@ class ServedCalls:
         stream = self._serve_stream
         if stream is None:
             return
-        self._host_block[CTL_WORDS + SERVE["quit"]] = 1
+        # SEED = SERVE_QUIT with SEQ unchanged: no call pending, end.
+        self._host_block.view(np.uint64)[_HEAD_WIDE] = self._serve_seq | SERVE_QUIT << 32
         self._serve_stream = None
         stream.synchronize()
         self._state["ctl"].get(out=self._host_ctl)
-        if self._host_ctl[CTL["error"]]:
+        if self._host_ctl[_ERROR]:
             self._void = "a grid barrier of the serving kernel timed out; the engine is void"
             raise EngineError(self._void)
 
