@@ -260,7 +260,7 @@ def served_phases(eng, srcs: list[int], rounds: int) -> None:
                     seq = eng._serve_seq = eng._serve_seq + 1
                     words = eng._serve_words
                     words[es._DST_WIDE] = dst | (seq & es._TAG_MASK) << DST_TAG_SHIFT
-                    words[es._HEAD_WIDE] = seq | eng._serve_ids[src] << 32
+                    words[es._HEAD_WIDE] = seq | eng._internal_ids[src] << 32
                     t.append(time.perf_counter())
                     with cp.cuda.Device(eng._device_id):
                         eng._spare = cp.empty(eng.n, dtype=cp.int32)

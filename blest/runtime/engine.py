@@ -170,13 +170,13 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         self._host_ctl = self._host_block[:CTL_WORDS]
         self._events = (cp.cuda.Event(), cp.cuda.Event())
         self._call_graphs: dict[tuple, Any] = {}  # by (to the host, eta, beta, small_queue, ...)
-        # A captured call's {seed, where the deliver pass puts the levels (0: in _levels()),
-        # 0 for the grid barrier's count}, set in pinned memory, copied to the device by the
-        # graph's first node: into the control block's call slot (the block launch, whose
-        # kernel clears the control block, has a slot of its own); own_dst: the destination of
-        # launched calls.
+        # A captured call's {seed, where the deliver pass puts the levels (0: in _levels()), 0 for
+        # the barrier's count} in pinned memory, copied by the graph's first node to the control
+        # block's call slot (the block launch's own slot); own_dst: launched calls' destination.
         self._call_slot = pinned_array(cp, 3, np.int64)
         self._call_slot[:] = 0
+        self._slot_words = memoryview(self._call_slot)  # for the call's stores (a tenth of NumPy's)
+        self._internal_ids = memoryview(np.ascontiguousarray(self._new_of_old))
         self._spare = None
         if spec.launch == "persistent":
             first, words = CALL_SLOT
@@ -313,16 +313,17 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
                     levels = self._serve_call(int(src), out)
                     if levels is not UNSERVED:
                         return levels
-        self._check_open()
-        self._check_out(out)
         if self._capture and plain:
             with self._lock, self._cp.cuda.Device(self._device_id):
                 self._check_open()
+                self._check_out(out)
                 self._serve_stop()
                 staged = self._staged(out)
                 graph = self._call_graph(staged)
                 if graph is not None:
-                    return self._replay(graph, staged, int(self._new_of_old[src]), int(src), out)
+                    return self._replay(graph, staged, int(src), out)
+        self._check_open()
+        self._check_out(out)
         user, internal = self._seeds(src)
         limit = self._depth_limit(depth_limit)
         with self._lock, self._cp.cuda.Device(self._device_id):
@@ -488,7 +489,7 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
             pass
         self._close_runners()
         self._call_graphs = {}
-        self._call_slot = self._slot = self._own_dst = self._spare = None
+        self._call_slot = self._slot = self._own_dst = self._spare = self._slot_words = None
         self._arrays = self._state = {}
         self._common_args = ()
         self._launches = {}

@@ -76,14 +76,8 @@ class CallCapture:
         this engine launches kernel by kernel."""
         if not self._capture:
             return None
-        key = (
-            host,
-            float(self.eta),
-            float(self.beta),
-            int(self.small_queue),
-            self.timing,
-            self._fuse,
-        )
+        # (NumPy and Python numbers of one value hash and compare alike.)
+        key = (host, self.eta, self.beta, self.small_queue, self.timing, self._fuse)
         graph = self._call_graphs.get(key)
         if graph is None:
             self._call_graphs = {k: g for k, g in self._call_graphs.items() if k[1:] == key[1:]}
@@ -155,7 +149,7 @@ class CallCapture:
         """Whether the deliver pass can write the levels straight into CuPy array ``out``."""
         return out.flags.c_contiguous and out.device.id == self._device_id
 
-    def _replay(self, graph: CapturedCall, staged: bool, internal: int, user: int, out: Any) -> Any:
+    def _replay(self, graph: CapturedCall, staged: bool, user: int, out: Any) -> Any:
         """One plain call through ``graph`` (``staged``: the one that copies the levels to the
         engine's pinned buffer). What can wait runs while the GPU works: a pinned NumPy
         ``out`` takes the levels by a copy enqueued before the wait, and an ``out="device"``
@@ -171,8 +165,9 @@ class CallCapture:
             dst = fresh.data.ptr
         elif isinstance(out, cp.ndarray) and self._direct(out):
             dst, fresh = out.data.ptr, out
-        self._call_slot[0] = internal
-        self._call_slot[1] = dst
+        slot = self._slot_words  # the pinned call slot as Python-int words: {seed, dst, 0}
+        slot[0] = self._internal_ids[user]
+        slot[1] = dst
         graph()
         stream = cp.cuda.get_current_stream()
         if refill:  # the next out="device" call's array, allocated while the GPU works

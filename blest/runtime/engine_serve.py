@@ -78,7 +78,6 @@ class ServedCalls:
     _state: dict[str, Any]
     _spare: Any
     _own_ptr: int
-    _new_of_old: Any
     n: int
     spec: Any
     _serve_idle_us: int | None = None  # inside serving(): the server's idle limit
@@ -89,7 +88,7 @@ class ServedCalls:
     # Inside serving(), memoryviews for the call's path (a tenth of NumPy's cost per item):
     _serve_words: Any = None  # the host block as u64 words
     _serve_u32: Any = None  # the host block as u32 words
-    _serve_ids: Any = None  # new_of_old
+    _internal_ids: Any  # new_of_old, as a memoryview
     _closed: bool
     _void: str | None
     grid_size: int
@@ -116,13 +115,12 @@ class ServedCalls:
             self._serve_counted = self.spec.queue == "resident"
             self._serve_words = memoryview(self._host_block).cast("B").cast("Q")
             self._serve_u32 = memoryview(self._host_block)
-            self._serve_ids = memoryview(np.ascontiguousarray(self._new_of_old))
         try:
             yield self
         finally:
             with self._lock:
                 self._serve_idle_us = None
-                self._serve_words = self._serve_u32 = self._serve_ids = None
+                self._serve_words = self._serve_u32 = None
                 self._serve_stop()
 
     def _serve_call(self, src: int, out: Any) -> Any:
@@ -163,7 +161,7 @@ class ServedCalls:
         seq = self._serve_seq = (self._serve_seq + 1) & 0xFFFFFFFF or 1
         words = self._serve_words
         words[_DST_WIDE] = dst | (seq & _TAG_MASK) << DST_TAG_SHIFT | host << DST_HOST_BIT
-        words[_HEAD_WIDE] = seq | self._serve_ids[src] << 32  # last: one store, read first
+        words[_HEAD_WIDE] = seq | self._internal_ids[src] << 32  # last: one store, read first
         if self._serve_stream is None:
             self._serve_start()
         if ordered:  # the next out="device" call's array, allocated while the GPU works
