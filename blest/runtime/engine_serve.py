@@ -4,11 +4,12 @@ A plain call replayed from its CUDA graph still costs a launch, and the wait for
 end, each several microseconds of host and GPU time: on a graph of a few thousand vertices
 that is a third of the call. Inside ``with engine.serving():`` the persistent variants instead
 launch their traversal kernel once, with ``fused = FUSED_SERVE`` (``templates/serve.cu.j2``):
-it waits for calls that the host posts in page-locked memory (the seed, where the levels go,
-then the call's number), runs each as a captured call would (init, levels, the pass to the
-user's ids), copies the control block back and publishes the call's number, which the host
-spins on. A call is then two bus round trips (the poll, then the request) and three grid
-barriers on top of its traversal: about 4 us on an H100 (``benchmarks/NOTES.md``, session 18).
+it waits for calls that the host posts in page-locked memory (where the levels go, tagged
+with the call's number, then the number and the seed in one store), runs each as a captured
+call would (init, levels, the pass to the user's ids), copies the control block back, and the
+last block to finish publishes the call's number, which the host spins on. A call's GPU part
+is then one bus round trip to start and two grid barriers beyond its traversal: about the
+traversal's own time on an H100 (``benchmarks/NOTES.md``, session 19).
 
 While it waits, the kernel holds the GPU's SMs: other kernels (the caller's, or another
 engine's) may wait for it to end, which it does when the ``with`` block ends, after ``idle_ms``
