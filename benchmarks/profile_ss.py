@@ -8,6 +8,7 @@ Loads the graph with run.py's ordering, builds the engine with capture off (each
 init, the traversal and the deliver pass one by one), and runs three calls from the protocol's
 first source, printing their traversal times: the third call's traversal (``--launch-skip 2``)
 is the one to profile, after the first call's compilation and the second's warm-up.
+``--lineinfo`` (with ``--section SourceCounters``) names the source lines where warps stall.
 """
 
 from __future__ import annotations
@@ -25,9 +26,21 @@ def main() -> None:
     ap.add_argument("variant", help="a persistent single-source variant")
     ap.add_argument("--geometry", default="1024:1:0", help="BLOCK:BLOCKS_PER_SM:SMALL_QUEUE")
     ap.add_argument("--eta", type=float, default=10.0)
+    ap.add_argument("--lineinfo", action="store_true", help="compile with -lineinfo (ncu source)")
     args = ap.parse_args()
     block, per_sm, small = (int(x) for x in args.geometry.split(":"))
     spec = _by_name(args.variant)
+    if args.lineinfo:  # line numbers in the kernel, and its source where ncu looks for it
+        import functools
+
+        import blest.codegen.compile as compile_module
+        from blest.codegen.render import render
+
+        compile_module.compile_source = functools.partial(
+            compile_module.compile_source, lineinfo=True
+        )
+        with open("blest.cu", "w") as f:
+            f.write(render(spec))
     bench = Bench.load(args.graph, 1)
     src = int(bench.sources[0])
     with Engine(bench.prepared(spec.sigma), spec, eta=args.eta, block_size=block,
