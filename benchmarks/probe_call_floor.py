@@ -236,7 +236,7 @@ def served_phases(eng, srcs: list[int], rounds: int) -> None:
     19's posts two u64 words through memoryviews.)"""
     import cupy as cp
 
-    from blest.codegen.contract import DST_TAG_SHIFT
+    from blest.codegen.contract import DST_TAG_MASK, DST_TAG_SHIFT
     from blest.runtime import engine_serve as es
     from blest.runtime.engine_capture import plain_id
 
@@ -259,7 +259,7 @@ def served_phases(eng, srcs: list[int], rounds: int) -> None:
                     t.append(time.perf_counter())
                     seq = eng._serve_seq = eng._serve_seq + 1
                     words = eng._serve_words
-                    words[es._DST_WIDE] = dst | (seq & es._TAG_MASK) << DST_TAG_SHIFT
+                    words[es._DST_WIDE] = dst | (seq & DST_TAG_MASK) << DST_TAG_SHIFT
                     words[es._HEAD_WIDE] = seq | eng._internal_ids[src] << 32
                     t.append(time.perf_counter())
                     with cp.cuda.Device(eng._device_id):

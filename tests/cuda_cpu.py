@@ -266,6 +266,7 @@ def _poster(serve: dict[str, int]) -> list[str]:
     ``serve_ctl``, then asks the server to end."""
     words, r = serve["ctl_words"], serve
     tag, host_bit, quit_seed = serve["dst_tag_shift"], serve["dst_host_bit"], serve["quit"]
+    tag_mask = serve["dst_tag_mask"]
     return [
         '    std::vector<char> buf_serve_seeds = slurp(dir + "/serve_seeds.bin");',
         '    std::vector<char> buf_serve_out = slurp(dir + "/serve_out.bin");',
@@ -280,7 +281,7 @@ def _poster(serve: dict[str, int]) -> list[str]:
         "            const unsigned long long d = (unsigned long long)"
         "((int*)buf_serve_out.data() + (k - 1) * row);",
         "            const unsigned long long word = d"
-        f" | ((unsigned long long)(k & 0x7fff) << {tag}) | (1ull << {host_bit});",
+        f" | ((unsigned long long)(k & {tag_mask}) << {tag}) | (1ull << {host_bit});",
         f"            __atomic_store_n((unsigned long long*)(req + {r['dst']}), word,"
         " __ATOMIC_RELAXED);",
         "            __atomic_store_n(head, (unsigned long long)k |"

@@ -45,6 +45,7 @@ class FakeServer(ServedCalls):
     def __init__(self, runs: int, device_ctl: np.ndarray, answer_at_start: int | None) -> None:
         self._host_block = np.zeros(CTL_WORDS + SERVE_WORDS, dtype=np.uint32)
         self._host_ctl = self._host_block[:CTL_WORDS]
+        self._serve_u32 = memoryview(self._host_block)  # as serving() sets it
         self._serve_stream = FakeStream(runs)
         self._state = {"ctl": FakeCtl(device_ctl)}
         self.answer_at_start = answer_at_start

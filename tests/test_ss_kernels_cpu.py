@@ -20,6 +20,7 @@ from blest.codegen.contract import (
     CTL,
     CTL_WORDS,
     DST_HOST_BIT,
+    DST_TAG_MASK,
     DST_TAG_SHIFT,
     FUSED_SERVE,
     HUB_DEGREE,
@@ -70,7 +71,8 @@ def programs(tmp_path_factory):
         out[spec] = build(render(spec), [init, bfs], params, [], cache)
         out[spec, "fused"] = build(render(spec), [bfs], params, [], cache)
         serve = {**SERVE, "ctl_words": CTL_WORDS, "dst_tag_shift": DST_TAG_SHIFT,
-                 "dst_host_bit": DST_HOST_BIT, "quit": SERVE_QUIT}  # fmt: skip
+                 "dst_tag_mask": DST_TAG_MASK, "dst_host_bit": DST_HOST_BIT,
+                 "quit": SERVE_QUIT}  # fmt: skip
         out[spec, "serve"] = build(render(spec), [bfs], params, [], cache, serve=serve)
     return out
 

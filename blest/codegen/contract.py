@@ -29,6 +29,7 @@ __all__ = [
     "SERVE_WORDS",
     "SERVE_QUIT",
     "DST_TAG_SHIFT",
+    "DST_TAG_MASK",
     "DST_HOST_BIT",
     "FUSED_ONCE",
     "FUSED_SERVE",
@@ -116,6 +117,7 @@ SERVE_QUIT = 0xFFFFFFFF
 #: DST beside the poll's acquire of {SEQ, SEED} and trusts it once the tag matches) and, in the
 #: top bit, whether the address is page-locked host memory.
 DST_TAG_SHIFT = 48
+DST_TAG_MASK = 0x7FFF
 DST_HOST_BIT = 63
 # serve.cu.j2 loads {SEQ, SEED}, DST, IDLE_US and ANSWER as aligned u64 words.
 if (

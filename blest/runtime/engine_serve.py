@@ -31,6 +31,7 @@ from blest.codegen.contract import (
     CTL,
     CTL_WORDS,
     DST_HOST_BIT,
+    DST_TAG_MASK,
     DST_TAG_SHIFT,
     FUSED_SERVE,
     SERVE,
@@ -49,7 +50,6 @@ _LEVELS_RUN = CTL["levels_run"]
 #: The request's u64 words in the whole host block: {SEQ, SEED} (one store), the tagged DST.
 _HEAD_WIDE = (CTL_WORDS + SERVE["seq"]) // 2
 _DST_WIDE = (CTL_WORDS + SERVE["dst"]) // 2  # (contract.py checks the pairing)
-_TAG_MASK = 0x7FFF
 #: Addresses the DST word can carry below its tag (every user-space and unified address on
 #: today's 64-bit hosts; a call whose levels go elsewhere runs unserved).
 _ADDRESS_LIMIT = 1 << DST_TAG_SHIFT
@@ -130,16 +130,17 @@ class ServedCalls:
         if self._closed or self._void:
             self._check_open()
         cp = self._cp
-        fresh, host, ordered = None, 0, False
+        fresh, host = None, 0
         dst = self._own_ptr
-        if out.__class__ is str and out == "device":
+        device = out.__class__ is str and out == "device"
+        if device:
             # A fresh array: the caller cannot have queued work on it. The spare was allocated
             # during the previous call, when none of the caller's work was queued either.
             fresh = self._spare
             if fresh is None:
                 with cp.cuda.Device(self._device_id):
                     fresh = cp.empty(self.n, dtype=cp.int32)
-            dst, ordered = fresh.data.ptr, True
+            dst = fresh.data.ptr
         else:
             self._check_out(out)
             if isinstance(out, cp.ndarray):
@@ -149,9 +150,9 @@ class ServedCalls:
                 dst, host = (self._host_levels if self._staged(out) else out).ctypes.data, 1
         if dst >= _ADDRESS_LIMIT:
             return UNSERVED
-        if out.__class__ is str and out == "device":
+        if device:
             self._spare = None
-        if not ordered:  # the caller's earlier work first, as a launch would order it
+        else:  # the caller's earlier work first, as a launch would order it
             stream = cp.cuda.get_current_stream()
             if not stream.done:
                 stream.synchronize()
@@ -161,11 +162,11 @@ class ServedCalls:
                 self._serve_stop()  # the next launch starts from zeroed counts
         seq = self._serve_seq = (self._serve_seq + 1) & 0xFFFFFFFF or 1
         words = self._serve_words
-        words[_DST_WIDE] = dst | (seq & _TAG_MASK) << DST_TAG_SHIFT | host << DST_HOST_BIT
+        words[_DST_WIDE] = dst | (seq & DST_TAG_MASK) << DST_TAG_SHIFT | host << DST_HOST_BIT
         words[_HEAD_WIDE] = seq | self._internal_ids[src] << 32  # last: one store, read first
         if self._serve_stream is None:
             self._serve_start()
-        if ordered:  # the next out="device" call's array, allocated while the GPU works
+        if device:  # the next out="device" call's array, allocated while the GPU works
             with cp.cuda.Device(self._device_id):
                 self._spare = cp.empty(self.n, dtype=cp.int32)
         self._serve_wait(seq)
@@ -211,7 +212,7 @@ class ServedCalls:
             raise interrupt
 
     def _serve_spin(self, seq: int) -> None:
-        block = self._serve_u32 if self._serve_u32 is not None else self._host_block
+        block = self._serve_u32
         while block[_ANSWER] != seq:
             for _ in range(_SPINS_PER_LOOK):
                 if block[_ANSWER] == seq:
