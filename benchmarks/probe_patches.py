@@ -79,6 +79,9 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     ],
     "res_check_always": [(_RES_CHECK, "const bool check_visited = true;")],
     "res_check_never": [(_RES_CHECK, "const bool check_visited = false;")],
+    # the persistent kernel compiled for the block size it runs at (more registers a thread)
+    "lb512": [("__launch_bounds__(1024) blest_bfs(", "__launch_bounds__(512, 1) blest_bfs(")],
+    "lb128": [("__launch_bounds__(1024) blest_bfs(", "__launch_bounds__(128, 1) blest_bfs(")],
     "barrier_watch1": [("#define BARRIER_WATCH_EVERY 64u", "#define BARRIER_WATCH_EVERY 1u")],
     "barrier_fences": [  # session 13's barrier: full fences around a relaxed arrival and poll
         ("add_release(count, 1ull);", "__threadfence();\n        atomicAdd(count, 1ull);"),
@@ -131,7 +134,12 @@ def main() -> None:
             if PATCHES[key] and PATCHES[key][0][1] not in ENGINE.render(specs[0]):
                 raise SystemExit(f"patch {key!r} did not reach the engine's source")
             print(f"-- {key}", flush=True)
-            time_variants(b, specs, 10.0, [geometry])
+            for row in time_variants(b, specs, 10.0, [geometry]):
+                print(
+                    f"   {row['variant']}: traversal {1e3 * row['traversal_ms']:.2f} us,"
+                    f" whole {1e3 * row['whole_call_ms']:.2f} us",
+                    flush=True,
+                )
             with b.engine(specs[0], 10.0, geometry, record_levels=True) as eng:
                 print("   " + resources(eng._kernels["bfs"].function))
                 eng.bfs(int(b.sources[0]))

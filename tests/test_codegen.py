@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -26,14 +27,15 @@ COVERING = [
     VariantSpec.block(16, 16),
     VariantSpec.csr(4, switching=False),
     VariantSpec(sigma=16, update="eager", queue="resident", switching=False),
+    VariantSpec(sigma=32, update="eager", queue="resident", switching=False, registers=128),
 ]
 
 
 def test_space_size_and_validity():
     # 80 BVSS variants on tensor cores (and per sigma the resident queue), 8 expanding on CUDA
     # cores (per sigma, with and without switching); per sigma, the block launch on one block
-    # and on clusters of 2 to 16
-    assert len(ALL) == len(set(ALL)) == 112
+    # and on clusters of 2 to 16; the 12 eager persistent ones again with 128 registers
+    assert len(ALL) == len(set(ALL)) == 124
     for key, values in {
         "sigma": {4, 8, 16, 32},
         "update": {"eager", "lazy"},
@@ -43,14 +45,18 @@ def test_space_size_and_validity():
         "launch": {"persistent", "per_level", "block"},
         "cluster": {1, 2, 4, 8, 16},
         "expand": {"mma", "csr"},
+        "registers": {64, 128},
     }.items():
         assert {getattr(s, key) for s in ALL} == values
         assert {getattr(s, key) for s in COVERING} == values
     assert all(not (s.update == "eager" and (s.dirty_sets or s.switching)) for s in ALL)
-    # 4 BVSS, the resident queue, block, 4 clusters
-    assert len(list(variants(sigma=8, update="eager"))) == 10
-    resident = [s for s in ALL if s.queue == "resident"]
+    # 4 BVSS, the resident queue, block, 4 clusters; the 3 eager persistent with 128 registers
+    assert len(list(variants(sigma=8, update="eager"))) == 13
+    resident = [s for s in ALL if s.queue == "resident" and s.registers == 64]
     assert [s.name for s in resident] == [f"s{s}_eager_resident_pers" for s in (4, 8, 16, 32)]
+    wide = [s for s in ALL if s.registers == 128]
+    assert {(s.update, s.launch) for s in wide} == {("eager", "persistent")} and len(wide) == 12
+    assert all(s.name == replace(s, registers=64).name[:-5] + "_r128_pers" for s in wide)
     with pytest.raises(ValueError, match="sigma must be one of"):
         list(variants(sigma=7))  # a value no spec takes is an error, not an empty space
     block = list(variants(launch="block", cluster=1))
@@ -93,6 +99,10 @@ def test_space_size_and_validity():
         {"expand": "tensor"},
         {"queue": "resident"},  # the defaults are lazy
         {"queue": "resident", "update": "eager", "switching": False, "launch": "per_level"},
+        {"registers": 128},  # the defaults are lazy
+        {"registers": 96},
+        {"update": "eager", "switching": False, "launch": "per_level", "registers": 128},
+        {"launch": "block", "update": "eager", "switching": False, "registers": 128},
     ],
 )
 def test_invalid_specs_raise(bad):
@@ -114,6 +124,17 @@ def test_csr_refusal_names_what_it_needs():
     assert "expand" not in VariantSpec(sigma=16).to_dict()
 
 
+def test_the_register_budget_changes_only_the_launch_bounds():
+    """A registers=128 kernel is its 64-register sibling compiled under other bounds: the CPU
+    runner (which ignores the bounds) and the emulator stand for both."""
+    for spec in (s for s in ALL if s.registers == 128):
+        wide, narrow = render(spec).splitlines(), render(replace(spec, registers=64)).splitlines()
+        assert len(wide) == len(narrow)
+        differ = [(a, b) for a, b in zip(wide, narrow, strict=True) if a != b]
+        assert len(differ) == 3, spec.name  # the name in the banner, the comment, the bounds
+        assert differ[-1][0].replace("(512, 1)", "(1024)") == differ[-1][1]
+
+
 def test_json_round_trip_and_hash():
     for spec in ALL:
         again = VariantSpec.from_json(spec.to_json())
@@ -125,6 +146,10 @@ def test_json_round_trip_and_hash():
     # ... and a spec on one block writes no cluster field, so its JSON is what it was
     assert "cluster" not in VariantSpec.block(8).to_dict()
     assert VariantSpec.block(8, 4).to_dict()["cluster"] == 4
+    # ... and so does every spec of 64 registers (the axis came later)
+    eager = VariantSpec(sigma=32, update="eager", switching=False)
+    assert "registers" not in eager.to_dict()
+    assert replace(eager, registers=128).to_dict()["registers"] == 128
     with pytest.raises(ValueError):
         VariantSpec.from_dict({"format": 99})
     with pytest.raises(ValueError):
@@ -160,6 +185,9 @@ def test_render_is_deterministic_and_specific(spec):
     assert ("mma.sync" in text) == (not block and not csr)
     assert ("const long long* __restrict__ out_ptr" in text) == (block or csr)
     assert ("hub_push(" in text) == csr
+    # The persistent kernel's register budget: 64 (1,024 threads) or 128 (512 threads, 1 block).
+    bounds = "512, 1" if spec.registers == 128 else "1024"
+    assert (f"__launch_bounds__({bounds}) blest_bfs(" in text) == (spec.launch == "persistent")
     # Kernel signatures list the parameters in the order the engine passes them.
     names = [p.name for p in graph_params(spec) + state_params(spec)]
     for kernel in kernel_names(spec).values():

@@ -439,3 +439,26 @@ def test_calls_without_timing(zoo, launch):
                 assert stats.visited == int((want >= 0).sum()) and stats.depth == want.max()
                 assert (0 < stats.traversal_ms < 1e3) == eng.timing
                 assert np.isnan(stats.traversal_ms) != eng.timing
+
+
+@pytest.mark.parametrize("queue", ["vss", "resident"])
+def test_the_larger_register_budget(zoo, queue):
+    """registers=128: compiled for one block of at most 512 threads per SM, it takes more
+    registers than the 64 of its sibling, refuses larger blocks by name, and finds the same
+    levels as SciPy on every graph of the zoo (poisoned outputs)."""
+    from blest.errors import ArgumentError
+
+    rng, graphs = zoo
+    spec = VariantSpec(sigma=32, update="eager", queue=queue, switching=False, registers=128)
+    with pytest.raises(ArgumentError, match="at most 512 threads"):
+        _engine(graphs["power_law"], spec, block_size=1024)
+    for name, graph in graphs.items():
+        with _engine(graph, spec, block_size=512, blocks_per_sm=1) as eng:
+            if name == "power_law":
+                regs = eng._cp.cuda.driver.funcGetAttribute(4, eng._kernels["bfs"].function.ptr)
+                assert regs > 64, regs  # CU_FUNC_ATTRIBUTE_NUM_REGS
+            for src in sources(rng, graph, 3):
+                out = np.full(graph.n, POISON, dtype=np.int32)
+                np.testing.assert_array_equal(
+                    eng.bfs(src, out=out), bfs_levels(graph, src), err_msg=f"{name} {src}"
+                )

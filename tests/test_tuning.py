@@ -51,6 +51,7 @@ from blest.tuning.space import (
     paper_candidate,
     per_level_variant,
     persistent_specs,
+    register_variants,
     small_queue_variants,
 )
 from blest.tuning.tuner import split_sources, summarize_held_out, tune, write_tuned
@@ -364,8 +365,9 @@ def test_split_sources(rng):
 def test_space():
     specs = persistent_specs((8, 16))
     assert all(s.launch == "persistent" and s.sigma in (8, 16) for s in specs)
-    # per sigma: 10 on tensor cores, the resident queue, 2 csr
-    assert specs[0].sigma == 8 and len(specs) == 26
+    # per sigma: 10 on tensor cores, the resident queue, 2 csr, and the 3 eager ones again with
+    # 128 registers (compiled by the tuner's check, timed only in refinement)
+    assert specs[0].sigma == 8 and len(specs) == 32
     coarse = coarse_candidates(["natural", "rcm"], (8,))  # no n: no resident queue
     assert len(coarse) == len(GEOMETRIES) * 12 * 2 and len(set(coarse)) == len(coarse)
     assert all(c.eta == (10.0 if c.spec.switching else None) for c in coarse)
@@ -395,6 +397,19 @@ def test_space():
     assert all(replace(g, block_size=sw.block_size, blocks_per_sm=sw.blocks_per_sm) == sw
                for g in geometry_variants(sw))  # fmt: skip
     assert geometry_variants(pl) == [] and geometry_variants(paper_candidate("rcm", 1.0, True))
+    # the register budget: eager persistent leaders in one block of at most 512 threads per SM
+    assert all(c.spec.registers == 64 for c in coarse)
+    assert register_variants(eager) == []  # 256 threads, blocks per SM from the occupancy
+    for block in (128, 512):
+        one = replace(eager, block_size=block, blocks_per_sm=1)
+        [wide] = register_variants(one)
+        assert wide.spec == replace(eager.spec, registers=128)
+        assert replace(wide, spec=eager.spec) == one and register_variants(wide) == []
+        assert Candidate.from_dict(wide.to_dict()) == wide and "_r128_" in wide.label
+        assert per_level_variant(wide) is None and len(small_queue_variants(wide)) == 2
+        assert {g.block_size for g in geometry_variants(wide)} <= {128, 256, 512}
+    for c in (replace(eager, block_size=1024), sw, pl, csr):  # 1,024 threads, or not eager
+        assert register_variants(replace(c, blocks_per_sm=1)) == []
 
 
 def test_space_holds_the_resident_queue_on_small_graphs_only():

@@ -121,6 +121,7 @@ _SPEC_FLAGS = (
     "launch",
     "cluster",
     "expand",
+    "registers",
 )
 
 
@@ -159,6 +160,13 @@ def spec_args(p: argparse.ArgumentParser) -> None:
         help="top-down levels on tensor cores over the BVSS (mma) or on CUDA cores over the "
         "out-CSR (csr: lazy, sweep, persistent); default mma",
     )
+    p.add_argument(
+        "--registers",
+        type=int,
+        choices=(64, 128),
+        help="registers a thread of the persistent kernel may use; 128 (eager only) runs "
+        "blocks of at most 512 threads; default 64",
+    )
 
 
 def given_spec_flags(args: argparse.Namespace) -> list[str]:
@@ -180,6 +188,7 @@ def spec_from(args: argparse.Namespace) -> VariantSpec:
         launch=args.launch or d.launch,
         cluster=args.cluster or 1,
         expand="csr" if csr else "mma",
+        registers=getattr(args, "registers", None) or d.registers,
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from blest.codegen.spec import VariantSpec
+from blest.errors import ArgumentError
 
 __all__ = [
     "CtlField",
@@ -36,6 +37,9 @@ __all__ = [
     "frontier_buffers",
     "queue_buffers",
     "resident_vss",
+    "launch_bounds",
+    "max_block_size",
+    "check_block_size",
     "SMEM_STATIC_RESERVE",
     "HOPPER_SMEM_OPTIN",
     "BLOCK_SMEM_QUEUE",
@@ -192,6 +196,28 @@ def resident_vss(spec: VariantSpec) -> int:
     1,024-thread block allows. A graph of more than this many VSSs per warp loads the rest at
     every level."""
     return {1: 4, 2: 3, 4: 2, 8: 1}[spec.theta]
+
+
+def launch_bounds(spec: VariantSpec) -> tuple[int, ...]:
+    """``__launch_bounds__`` of the persistent kernel: the most threads a block, and the fewest
+    blocks an SM (1 when not given), which set the registers a thread may use, 65,536 /
+    (threads x blocks): 64 for ``registers=64`` (blocks of up to 1,024 threads), 128 for
+    ``registers=128`` (up to 512)."""
+    return (1024,) if spec.registers == 64 else (512, 1)
+
+
+def max_block_size(spec: VariantSpec) -> int:
+    """The most threads a block of ``spec``'s kernels may have."""
+    return launch_bounds(spec)[0]
+
+
+def check_block_size(spec: VariantSpec, block_size: int) -> None:
+    """Raise ArgumentError when ``spec``'s kernels cannot run blocks of ``block_size``."""
+    if block_size > max_block_size(spec):
+        raise ArgumentError(
+            f"{spec.name} (registers={spec.registers}) runs blocks of at most "
+            f"{max_block_size(spec)} threads, got {block_size}"
+        )
 
 
 #: Shared-memory bytes kept free of a kernel's dynamic share for what it declares statically.

@@ -31,6 +31,7 @@ from blest.codegen.contract import (
     SERVE_QUIT,
     SERVE_WORDS,
     frontier_buffers,
+    launch_bounds,
     queue_buffers,
     resident_vss,
 )
@@ -199,6 +200,7 @@ def _context(spec: VariantSpec) -> dict:
         "frontier_buffers": frontier_buffers(spec),
         "queue_buffers": queue_buffers(spec),
         "resident": resident_vss(spec),
+        "launch_bounds": ", ".join(str(x) for x in launch_bounds(spec)),
         "ctl_fields": CTL_FIELDS,
         "ctl_words": CTL_WORDS,
         "serve_fields": SERVE_FIELDS,

@@ -31,6 +31,12 @@ Axes (docs/variants.md):
   shared memory, one cluster barrier per level, each warp expanding its 32 frontier vertices'
   out-arcs together, 32 arcs a step).
 
+* ``registers`` - the most registers a thread of the persistent kernel may use: 64 (compiled
+  for blocks of up to 1,024 threads) or 128 (eager persistent only, compiled with
+  ``__launch_bounds__(512, 1)``: one block of at most 512 threads per SM). The resident queue
+  keeps its VSSs in registers, and at 64 it spills; 128 took 4% off twitch_FR and
+  musae_facebook at 512 threads (benchmarks/NOTES.md, session 20).
+
 Block size and blocks per SM are runtime choices, not spec fields. Later families (multi-source
 with kappa, the CUDA-core kernels) extend this class with fields whose defaults keep old JSON valid.
 """
@@ -58,6 +64,7 @@ _CHOICES: dict[str, tuple] = {
     "launch": ("persistent", "per_level", "block"),
     "cluster": (1, 2, 4, 8, 16),
     "expand": ("mma", "csr"),
+    "registers": (64, 128),
 }
 
 #: The one combination of the other axes that ``launch="block"`` takes (it reads no BVSS).
@@ -98,6 +105,7 @@ class VariantSpec:
     launch: str = "persistent"
     cluster: int = 1
     expand: str = "mma"
+    registers: int = 64
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -114,6 +122,10 @@ class VariantSpec:
             )
         if self.cluster != 1 and self.launch != "block":
             raise ArgumentError(f"cluster={self.cluster} needs launch='block'")
+        if self.registers != 64 and (self.update, self.launch) != ("eager", "persistent"):
+            raise ArgumentError(
+                f"registers={self.registers} needs update='eager' and launch='persistent'"
+            )
         got = asdict(self)
         if self.launch == "block":
             error = _axes_error(
@@ -163,18 +175,19 @@ class VariantSpec:
         parts.append(self.queue)
         if self.switching:
             parts.append("switch")
+        if self.registers != 64:
+            parts.append(f"r{self.registers}")
         parts.append("pers" if self.launch == "persistent" else "perlevel")
         return "_".join(parts)
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
-        """``cluster`` and ``expand`` are written only when they are not 1 and ``mma``, so every
-        other spec's JSON is what it was before those axes existed."""
+        """``cluster``, ``expand`` and ``registers`` are written only when they are not 1,
+        ``mma`` and 64, so every other spec's JSON is what it was before those axes existed."""
         d = asdict(self)
-        if d["cluster"] == 1:
-            del d["cluster"]
-        if d["expand"] == "mma":
-            del d["expand"]
+        for key, default in (("cluster", 1), ("expand", "mma"), ("registers", 64)):
+            if d[key] == default:
+                del d[key]
         return {"format": SPEC_FORMAT, **d}
 
     def to_json(self) -> str:

@@ -12,12 +12,10 @@ call when the variant does not already hold it).
 
 A plain call (one source, no depth limit, no parents) of a persistent or block variant is
 replayed from a CUDA graph captured at its first use (:mod:`.call_graph`): one launch a call
-instead of four to six. Other calls, and engines built with ``capture=False``, launch kernel by
-kernel.
+instead of four to six; other calls, and ``capture=False`` engines, launch kernel by kernel.
 
 Thread safety: calls on one Engine are serialized by a lock (they share device buffers); use one
-Engine per thread for concurrency. A kernel failure (a grid barrier that timed out) voids the
-engine: it refuses further calls until it is rebuilt.
+Engine per thread. A kernel failure (a grid barrier that timed out) voids the engine for good.
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ from blest.codegen.contract import (
     CTL_WORDS,
     FUSED_ONCE,
     SERVE_WORDS,
+    check_block_size,
     frontier_buffers,
     queue_buffers,
 )
@@ -127,6 +126,7 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         cp = self._cp = cupy_module()
         if spec is None:
             spec = VariantSpec(sigma=graph.sigma) if isinstance(graph, Prepared) else VariantSpec()
+        check_block_size(spec, block_size)
         if spec.launch == "block":  # refuse a graph whose visited bitmap does not fit first
             self._plan_block(graph.n, spec.cluster)
         if isinstance(graph, Graph):

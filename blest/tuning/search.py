@@ -16,7 +16,8 @@ trims every stage a little instead of leaving a whole part of the space untried:
    sources they all ran.
 2. *refine* (to ``REFINE_SHARE``): the leaders run on every tuning source, then in the other
    launch geometries, then the leaders (by then perhaps in another geometry) get their eta
-   grid, the return rule's beta, small-queue thresholds and per-level launch.
+   grid, the return rule's beta, the register budget, small-queue thresholds and per-level
+   launch.
 3. *confirm* (the rest): the best configuration of each of the ``CONFIRM_K`` fastest (ordering,
    sigma, geometry) groups (the block launch a group apart) runs on confirmation sources, drawn
    apart from the tuning and held-out ones (variants of one group tend to err together on a few
@@ -53,6 +54,7 @@ from blest.tuning.space import (
     family_of,
     geometry_variants,
     per_level_variant,
+    register_variants,
     small_queue_variants,
 )
 
@@ -316,8 +318,8 @@ class Search:
 
     def _refine_leaders(self, share: float, extra: Sequence[Candidate] = ()) -> None:
         """``extra`` (default: the leaders) on every tuning source and in the other geometries,
-        then the leaders' eta grid, return rule (beta), small-queue thresholds and per-level
-        launch (candidates that ran already are skipped: :meth:`time_group`)."""
+        then the leaders' eta grid, return rule (beta), register budget, small-queue thresholds
+        and per-level launch (candidates that ran already are skipped: :meth:`time_group`)."""
         for c in list(extra) or [t.candidate for t in self.best(self.top_k)]:
             self.time_group([c], "coarse", share)
         # (the leaders again: running on every source may have changed them)
@@ -328,6 +330,8 @@ class Search:
             self.time_group(eta_variants(t.candidate), "eta", share)
         for t in self.best(self.top_k):
             self.time_group(beta_variants(t.candidate), "beta", share)
+        for t in self.best(self.top_k):
+            self.time_group(register_variants(t.candidate), "registers", share)
         for t in self.best(self.top_k):
             self.time_group(small_queue_variants(t.candidate), "small_queue", share)
         if self.per_level:

@@ -5,7 +5,8 @@ coarse geometries, for every ordering, and, where the graph's visited bitmap fit
 block's shared memory, the block launch (one block of 256, 512 or 1024 threads, and on GPUs
 with thread-block clusters one cluster of 16 blocks of 512); refinement adds, on the best few,
 the other geometries (persistent variants), the eta grid and the return rule's beta
-(switching variants), the small-queue threshold (persistent variants) and the per-level launch
+(switching variants), the register budget (eager persistent variants in one block of at most
+512 threads per SM), the small-queue threshold (persistent variants) and the per-level launch
 (:mod:`blest.tuning.search` runs the stages).
 """
 
@@ -16,7 +17,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from blest.codegen.contract import HOPPER_SMEM_OPTIN, SMEM_STATIC_RESERVE, block_max_vertices
+from blest.codegen.contract import (
+    HOPPER_SMEM_OPTIN,
+    SMEM_STATIC_RESERVE,
+    block_max_vertices,
+    max_block_size,
+)
 from blest.codegen.spec import VariantSpec, variants
 from blest.defaults import DEFAULT_BETA, DEFAULT_ETA, SIGMAS
 from blest.tuning.paper import paper_spec
@@ -41,6 +47,7 @@ __all__ = [
     "eta_variants",
     "beta_variants",
     "geometry_variants",
+    "register_variants",
     "small_queue_variants",
     "per_level_variant",
     "paper_candidate",
@@ -168,8 +175,9 @@ def family_of(spec: VariantSpec) -> int:
 
 
 def _priority(spec: VariantSpec) -> tuple:
-    """sigma 8 first (the paper's), then by family (:data:`_FAMILIES`)."""
-    return (spec.sigma != 8, spec.sigma, family_of(spec), spec.name)
+    """sigma 8 first (the paper's), then by family (:data:`_FAMILIES`), the larger register
+    budget (refinement only) last."""
+    return (spec.sigma != 8, spec.sigma, spec.registers, family_of(spec), spec.name)
 
 
 def persistent_specs(sigmas: Iterable[int] = SIGMAS) -> list[VariantSpec]:
@@ -207,12 +215,12 @@ def coarse_candidates(
     sizes when its bitmap fits in ``smem_limit`` bytes (:func:`block_fits`), and with
     ``clusters`` (a GPU that has them) its :data:`CLUSTER_GEOMETRIES` too; without ``n``, it
     is left out. The resident queue joins only graphs of at most :data:`RESIDENT_MAX_N`
-    vertices."""
+    vertices; the larger register budget only in refinement (:func:`register_variants`)."""
     sigmas = tuple(sigmas)
     groups: dict[tuple, list[Candidate]] = {}
     resident = n is not None and n <= RESIDENT_MAX_N
     for spec in persistent_specs(sigmas):
-        if spec.queue == "resident" and not resident:
+        if (spec.queue == "resident" and not resident) or spec.registers != 64:
             continue
         for block, bps in GEOMETRIES:
             for ordering in orderings:
@@ -260,8 +268,21 @@ def geometry_variants(c: Candidate) -> list[Candidate]:
     return [
         replace(c, block_size=block, blocks_per_sm=bps)
         for block, bps in GEOMETRIES + REFINE_GEOMETRIES
-        if (block, bps) != own
+        if (block, bps) != own and block <= max_block_size(c.spec)
     ]
+
+
+def register_variants(c: Candidate) -> list[Candidate]:
+    """The same eager persistent candidate compiled for 128 registers a thread, where its
+    geometry is one block of at most 512 threads per SM (none otherwise). Where the kernel
+    spills at 64 (the resident queue), that took 4% off twitch_FR and musae_facebook; it cost
+    the lazy CUDA-core top-down 2% on kron-21 (benchmarks/NOTES.md, session 20)."""
+    spec = c.spec
+    if spec.update != "eager" or spec.launch != "persistent" or spec.registers != 64:
+        return []
+    if c.blocks_per_sm != 1 or c.block_size > 512:
+        return []
+    return [replace(c, spec=replace(spec, registers=128))]
 
 
 def small_queue_variants(c: Candidate) -> list[Candidate]:
@@ -274,9 +295,12 @@ def small_queue_variants(c: Candidate) -> list[Candidate]:
 
 def per_level_variant(c: Candidate) -> Candidate | None:
     """The same candidate with one launch per level (small_queue does not apply); None for the
-    per-level and block launches, and for expand="csr" and the resident queue (persistent
-    only)."""
-    if c.spec.launch != "persistent" or c.spec.expand == "csr" or c.spec.queue == "resident":
+    per-level and block launches, and for expand="csr", the resident queue and the larger
+    register budget (persistent only)."""
+    spec = c.spec
+    if spec.launch != "persistent" or spec.expand == "csr" or spec.queue == "resident":
+        return None
+    if spec.registers != 64:
         return None
     return replace(c, spec=replace(c.spec, launch="per_level"), small_queue=None)
 
