@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from graphs import ANCHORS, QUICK, anchor_graph
 
+from blest.codegen.contract import max_block_size
 from blest.codegen.spec import VariantSpec, variants
 from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA, JACCARD_WINDOW
 from blest.graph.bvss import u_div
@@ -155,6 +156,10 @@ def time_variants(b: Bench, specs: list[VariantSpec], eta: float, geometries: li
             print(f"  {spec.name:<44} skipped: its visited bitmap does not fit a block", flush=True)
             continue
         for geometry in geometries:
+            block = (tuple(geometry) or (256,))[0] or 256
+            if block > max_block_size(spec):
+                print(f"  {spec.name:<44} skipped at {block} threads (registers)", flush=True)
+                continue
             with b.engine(spec, eta, geometry) as eng:
                 row = bench_engine(eng, b.graph, b.sources, b.name).to_dict()
                 row["variant"] += f" b{eng.block_size}x{eng.grid_size}" + (

@@ -180,8 +180,12 @@ def test_bfs_info_source_with_small_config(small, capsys):
     assert "s16_eager" in capsys.readouterr().out
     assert main(["source", "--launch", "block"]) == 0  # eager without switching by default
     assert "blest generated kernel: s8_block" in capsys.readouterr().out
+    assert main(["source", "--update", "eager", "--queue", "resident", "--registers", "128"]) == 0
+    text = capsys.readouterr().out
+    assert "s8_eager_resident_r128_pers" in text and "__launch_bounds__(512, 1) blest_bfs(" in text
     assert main(["variants"]) == 0
-    assert "s32_block" in capsys.readouterr().out.split()
+    names = capsys.readouterr().out.split()
+    assert "s32_block" in names and "s32_eager_resident_r128_pers" in names
 
 
 def test_bfs_writes_levels_atomically(small, capsys, monkeypatch):

@@ -143,6 +143,8 @@ def test_blest_bad_input(files, capsys, no_work):
         (["bench", g, "--plot", str(d / "nodir" / "p.png")], "does not exist"),
         (["source", str(d / "broken.blest.json")], "not valid JSON"),
         (["source", g], "not a tuned config"),
+        (["source", "--registers", "128"], "registers=128 needs update='eager'"),
+        (["source", "--registers", "96"], "invalid choice"),
         (["ptx", "--arch", "sm_1"], "arch must look like"),
         (["variants", "extra"], "unrecognized arguments"),
         (["nonsense"], "invalid choice"),
