@@ -65,21 +65,27 @@ def summary_lines(cfg: TunedConfig) -> list[str]:
     return lines
 
 
+def _score(row: dict) -> float:
+    """What the search ranked a row by: its mean (configs written before session 20 ranked by
+    the median, and rows of theirs without a mean show it)."""
+    return row["mean_ms"] if row.get("mean_ms") is not None else row["median_ms"]
+
+
 def timing_lines(cfg: TunedConfig, limit: int = 15) -> list[str]:
-    """The fastest rows of the timing table (median ms over the tuning sources)."""
+    """The fastest rows of the timing table (mean ms over the tuning sources)."""
     rows, confirmed = _timed_rows(cfg, confirm=False), _timed_rows(cfg, confirm=True)
     failed = [c for c in cfg.timing.get("candidates", []) if c.get("error")]
     if not rows and not failed:
         return []
-    rows.sort(key=lambda c: c["median_ms"])
+    rows.sort(key=_score)
     out = [f"timings    {len(rows)} candidates timed (fastest {min(limit, len(rows))} shown)"]
-    out += [f"  {c['median_ms']:9.4f} ms  {c['stage']:<11} {c['label']}" for c in rows[:limit]]
+    out += [f"  {_score(c):9.4f} ms  {c['stage']:<11} {c['label']}" for c in rows[:limit]]
     if confirmed:
         n = len(cfg.timing.get("confirmation_sources", []))
         rounds = cfg.timing.get("confirmation_rounds", 1)
-        out.append(f"confirmed  on {n} other sources, {rounds} round(s) (median ms)")
-        confirmed.sort(key=lambda c: c["median_ms"])
-        out += [f"  {c['median_ms']:9.4f} ms  {'confirm':<11} {c['label']}" for c in confirmed]
+        out.append(f"confirmed  on {n} other sources, {rounds} round(s) (mean ms)")
+        confirmed.sort(key=_score)
+        out += [f"  {_score(c):9.4f} ms  {'confirm':<11} {c['label']}" for c in confirmed]
     if failed:
         out.append(
             f"  {len(failed)} candidates failed, e.g. {failed[0]['label']}: {failed[0]['error']}"

@@ -355,7 +355,7 @@ def _tune_gpu(
         c = pick.candidate
         prep = preps[c.ordering]
         timing = {
-            "statistic": "median traversal ms over the tuning sources (one warm-up first); "
+            "statistic": "mean traversal ms over the tuning sources (one warm-up first); "
             "the pick: the fastest on the confirmation sources (stage confirm)",
             "tuning_sources": [int(s) for s in tuning],
             "repeats": repeats,
