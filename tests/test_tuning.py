@@ -14,6 +14,7 @@ import pytest
 from random_graphs import make_directed, make_grid, make_power_law
 
 import blest
+import blest.tuning.search as search_mod
 from blest.codegen.spec import VariantSpec
 from blest.defaults import SIGMAS
 from blest.errors import ConfigError, GPUUnavailableError
@@ -592,6 +593,30 @@ def test_the_search_ranks_by_the_mean_over_the_sources():
              and (t.candidate.eta or 0) > 20.0]  # fmt: skip
     assert worse and all(t.median_ms <= best.median_ms * 1.01 for t in worse)
     assert all(t.score_ms > best.score_ms for t in worse)
+
+
+def test_confirmation_weighs_the_leaders_eta_values(monkeypatch):
+    """kron-22's landscape as the tuner met it on an H200 (session 20): the eta grid ties on
+    the tuning sources, and a larger eta costs 2x on a quarter of the other sources. The
+    confirmation runs the leader at other eta values too, and its mean there picks eta <= 20;
+    without them (CONFIRM_ETAS = 0) the tie on the tuning sources decides, for eta 50 (the
+    other groups, in slower geometries, do not make up for it)."""
+
+    def cost(c, eta, sq, src):
+        t = 0.30 * (1.0 if c.spec.switching and c.spec.sigma == 8 else 1.5)
+        t *= 1.0 if (c.block_size, c.blocks_per_sm) == (1024, 1) else 1.3
+        tail = src >= 100 and src % 4 == 1
+        return t * (1.0 + (1.0 if tail and eta > 20.0 else 0.0) - 0.001 * (eta == 50.0))
+
+    picks = {}
+    for etas in (0, search_mod.CONFIRM_ETAS):
+        monkeypatch.setattr(search_mod, "CONFIRM_ETAS", etas)
+        s, _, _ = _search(budget=1e6, cost=cost, confirm=range(100, 116))
+        s.run(coarse_candidates(["natural"], (8,)))
+        picks[etas] = s.pick().candidate
+        confirmed = {t.candidate.eta for t in s.confirmed if t.candidate.spec.switching}
+        assert len(confirmed) >= 1 + min(etas, 1)
+    assert picks[0].eta == 50.0 and picks[search_mod.CONFIRM_ETAS].eta <= 20.0
 
 
 def test_search_finds_the_optimum_with_enough_budget():

@@ -72,6 +72,12 @@ SCREEN_SHARE, REFINE_SHARE = 0.5, 0.75
 SCREEN_SOURCES = 2
 #: Configurations confirmed, and the most rounds they get.
 CONFIRM_K, CONFIRM_ROUNDS = 3, 4
+#: Confirmation also runs the leading configuration at the smallest and the largest eta that tie
+#: with it on the tuning sources (same ordering, variant and geometry; 0 turns it off): on
+#: kron-22 the eta grid tied within 1% on the 8 tuning sources, while eta 100 and 200 cost 2-3x
+#: on a tenth of the other sources (their mean traversal 0.42 ms against 0.32 at eta 20, on an
+#: H200; benchmarks/NOTES.md, session 20).
+CONFIRM_ETAS = 2
 #: A second pass over the coarse candidates left untried starts only before this budget share.
 SECOND_PASS_BEFORE = 0.85
 #: The refinement tries the other geometries for a family no leader belongs to only when its
@@ -387,19 +393,34 @@ class Search:
 
     def _contenders(self) -> list[Candidate]:
         """The best configuration of each of the CONFIRM_K best groups (run on every tuning
-        source)."""
+        source), and the first one's best at up to CONFIRM_ETAS other eta values."""
         full = len(self.sources) * self.repeats
+        everything = self.best(len(self.results), distinct_engines=False)
+        ranked = [t.candidate for t in everything if len(t.times_ms) == full]
         contenders: list[Candidate] = []
         groups: set[tuple] = set()  # one per (ordering, sigma, geometry): those err together
-        # (the block launch, another kernel altogether, is a group of its own)
-        for t in self.best(len(self.results)):
-            c = t.candidate
-            block = c.spec.launch == "block"
-            group = (c.ordering, c.spec.sigma, c.block_size, c.blocks_per_sm, block)
-            if len(t.times_ms) == full and group not in groups and len(contenders) < CONFIRM_K:
-                groups.add(group)
+        for c in ranked:
+            if _group(c) not in groups and len(contenders) < CONFIRM_K:
+                groups.add(_group(c))
                 contenders.append(c)
+        if contenders and contenders[0].spec.switching and CONFIRM_ETAS:
+            contenders += self._eta_extremes(contenders[0], ranked)
         return contenders
+
+    def _eta_extremes(self, lead: Candidate, ranked: Sequence[Candidate]) -> list[Candidate]:
+        """The best configurations at the smallest and the largest eta that tie with ``lead``
+        (within NOISE, same ordering, variant and geometry) on the tuning sources: the two that
+        behave most unlike each other where the tuning sources cannot tell them apart."""
+        bound = self._timed[lead].score_ms * (1 + NOISE)
+        key = (lead.ordering, lead.spec, lead.block_size, lead.blocks_per_sm)
+        ties: dict[float | None, Candidate] = {}
+        for c in ranked:  # best first: the first of each eta is its best
+            if (c.ordering, c.spec, c.block_size, c.blocks_per_sm) == key and c.eta != lead.eta:
+                if self._timed[c].score_ms <= bound:
+                    ties.setdefault(c.eta, c)
+        etas = sorted(e for e in ties if e is not None)
+        picked = dict.fromkeys([etas[0], etas[-1]] if etas else [])  # at most two, in order
+        return [ties[e] for e in picked][:CONFIRM_ETAS]
 
     def pick(self, eligible: Callable[[Candidate], bool] = lambda c: True) -> Timed | None:
         """The fastest eligible result: on the confirmation sources where it was confirmed
@@ -413,6 +434,12 @@ class Search:
             return self._timed[min(confirmed, key=lambda t: t.score_ms).candidate]
         ok = [t for t in self.results if t.ok and eligible(t.candidate)]
         return min(ok, key=lambda t: t.score_ms) if ok else None
+
+
+def _group(c: Candidate) -> tuple:
+    """Configurations that err together on a source: one ordering, sigma and geometry (the block
+    launch, another kernel altogether, is a group of its own)."""
+    return (c.ordering, c.spec.sigma, c.block_size, c.blocks_per_sm, c.spec.launch == "block")
 
 
 def _clear_leader(timed: list[Timed]) -> bool:
