@@ -23,7 +23,8 @@ trims every stage a little instead of leaving a whole part of the space untried:
    grid, the return rule's beta, the register budget, small-queue thresholds and per-level
    launch.
 3. *confirm* (the rest): the best configuration of each of the ``CONFIRM_K`` fastest (ordering,
-   sigma, geometry) groups (the block launch a group apart) runs on confirmation sources, drawn
+   sigma, geometry) groups (the block launch a group apart), and the leader at the smallest and
+   the largest eta that tie with it (``CONFIRM_ETAS``), runs on confirmation sources, drawn
    apart from the tuning and held-out ones (variants of one group tend to err together on a few
    sources), in rounds (each takes its turn; at most ``CONFIRM_ROUNDS``, fewer once one leads by
    more than the noise). The pick is the fastest on confirmation: not the candidate that a few
