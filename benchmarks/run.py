@@ -141,12 +141,16 @@ class Bench:
         return self._prepared[sigma]
 
     def engine(self, spec: VariantSpec, eta: float, geometry=(256,), record_levels=False) -> Any:
-        block, per_sm, small, grid_blocks = (tuple(geometry) + (None,) * 4)[:4]
-        g = Geometry(block or 256, per_sm, grid_blocks, small)
         return make_engine(
-            self.prepared(spec.sigma), spec, eta=eta, geometry=g, device="gpu",
-            record_levels=record_levels,
+            self.prepared(spec.sigma), spec, eta=eta, geometry=as_geometry(geometry),
+            device="gpu", record_levels=record_levels,
         )  # fmt: skip
+
+
+def as_geometry(geometry) -> Geometry:
+    """(BLOCK, BLOCKS_PER_SM, SMALL_QUEUE, GRID_BLOCKS), any tail left out, as a Geometry."""
+    block, per_sm, small, grid_blocks = (tuple(geometry) + (None,) * 4)[:4]
+    return Geometry(block or 256, per_sm, grid_blocks, small)
 
 
 def time_variants(b: Bench, specs: list[VariantSpec], eta: float, geometries: list) -> list[dict]:
@@ -156,7 +160,7 @@ def time_variants(b: Bench, specs: list[VariantSpec], eta: float, geometries: li
             print(f"  {spec.name:<44} skipped: its visited bitmap does not fit a block", flush=True)
             continue
         for geometry in geometries:
-            block = (tuple(geometry) or (256,))[0] or 256
+            block = as_geometry(geometry).block_size
             if block > max_block_size(spec):
                 print(f"  {spec.name:<44} skipped at {block} threads (registers)", flush=True)
                 continue

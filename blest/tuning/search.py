@@ -414,14 +414,14 @@ class Search:
         behave most unlike each other where the tuning sources cannot tell them apart."""
         bound = self._timed[lead].score_ms * (1 + NOISE)
         key = (lead.ordering, lead.spec, lead.block_size, lead.blocks_per_sm)
-        ties: dict[float | None, Candidate] = {}
+        ties: dict[float, Candidate] = {}
         for c in ranked:  # best first: the first of each eta is its best
-            if (c.ordering, c.spec, c.block_size, c.blocks_per_sm) == key and c.eta != lead.eta:
-                if self._timed[c].score_ms <= bound:
-                    ties.setdefault(c.eta, c)
-        etas = sorted(e for e in ties if e is not None)
-        picked = dict.fromkeys([etas[0], etas[-1]] if etas else [])  # at most two, in order
-        return [ties[e] for e in picked][:CONFIRM_ETAS]
+            same = (c.ordering, c.spec, c.block_size, c.blocks_per_sm) == key
+            if same and c.eta not in (None, lead.eta) and self._timed[c].score_ms <= bound:
+                ties.setdefault(c.eta, c)  # type: ignore[arg-type]
+        etas = sorted(ties)
+        ends = etas[:1] + etas[1:][-1:]  # the smallest and the largest (one when only one)
+        return [ties[e] for e in ends][:CONFIRM_ETAS]
 
     def pick(self, eligible: Callable[[Candidate], bool] = lambda c: True) -> Timed | None:
         """The fastest eligible result: on the confirmation sources where it was confirmed
