@@ -1,11 +1,12 @@
-"""The return rule (beta) against the paper's rule alone: mean traversal ms over the timing
-protocol's sources for each (eta, beta) setting of each lazy switching variant, on one engine
-per variant, settings interleaved source by source (so drift hits them alike), with the mean
-count of bottom-up levels.
+"""The return rule (beta) and the edge-ratio guard (alpha) against the paper's rule alone: mean
+traversal ms over the timing protocol's sources for each (eta, beta, alpha) setting of each lazy
+switching variant, on one engine per variant, settings interleaved source by source (so drift
+hits them alike), with the median, the slowest source and the mean count of bottom-up levels.
 
     python3 benchmarks/probe_beta.py kron-22,urand-22 s8_lazy_vss_switch_pers 10 0,24,100,400
+    python3 benchmarks/probe_beta.py kron-22 s8_lazy_vss_switch_pers 20,200 400 --alphas 0,14
 
-1024 threads x 1 block per SM, small_queue 0; beta 0 is the rule off.
+1024 threads x 1 block per SM, small_queue 0; beta 0 and alpha 0 are the rules off.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ def main() -> None:
     ap.add_argument("variants", help="comma-separated lazy switching variants")
     ap.add_argument("etas", help="comma-separated eta values")
     ap.add_argument("betas", help="comma-separated beta values (0: off)")
+    ap.add_argument("--alphas", default="0", help="comma-separated alpha values (0: off)")
     ap.add_argument("--sources", type=int, default=64)
     args = ap.parse_args()
     etas = [float(x) for x in args.etas.split(",")]
     betas = [float(x) for x in args.betas.split(",")]
-    settings = [(e, b) for e in etas for b in betas]
+    alphas = [float(x) for x in args.alphas.split(",")]
+    settings = [(e, b, a) for e in etas for b in betas for a in alphas]
     for name in args.graphs.split(","):
         bench = Bench.load(name, args.sources)
         for variant in args.variants.split(","):
@@ -36,20 +39,23 @@ def main() -> None:
             ms = {s: [] for s in settings}
             bu = {s: [] for s in settings}
             with bench.engine(spec, etas[0], GEOMETRY) as eng:
-                for eta, beta in settings:  # warm-up (and capture) of every setting
-                    eng.eta, eng.beta = eta, beta
+                for setting in settings:  # warm-up (and capture) of every setting
+                    eng.eta, eng.beta, eng.alpha = setting
                     eng.bfs(int(bench.sources[0]), out="view")
                 for src in bench.sources:
-                    for eta, beta in settings:
-                        eng.eta, eng.beta = eta, beta
+                    for setting in settings:
+                        eng.eta, eng.beta, eng.alpha = setting
                         eng.bfs(int(src), out="view")
-                        ms[eta, beta].append(eng.stats.traversal_ms)
-                        bu[eta, beta].append(len(eng.stats.bottom_up_levels))
-            for eta, beta in settings:
-                t = np.asarray(ms[eta, beta])
+                        ms[setting].append(eng.stats.traversal_ms)
+                        bu[setting].append(len(eng.stats.bottom_up_levels))
+            for eta, beta, alpha in settings:
+                t = np.asarray(ms[eta, beta, alpha])
+                worst = int(np.argmax(t))
                 print(
-                    f"  {name} {variant} eta {eta:g} beta {beta:g}: mean {t.mean():.4f} ms, "
-                    f"median {np.median(t):.4f}, bottom-up levels {np.mean(bu[eta, beta]):.2f}",
+                    f"  {name} {variant} eta {eta:g} beta {beta:g} alpha {alpha:g}: mean "
+                    f"{t.mean():.4f} ms, median {np.median(t):.4f}, max {t[worst]:.3f} (src "
+                    f"{int(bench.sources[worst])}), bottom-up levels "
+                    f"{np.mean(bu[eta, beta, alpha]):.2f}",
                     flush=True,
                 )
 

@@ -4,6 +4,7 @@ the out-arcs of its frontier (m_f) and the in-arcs of the vertices still unvisit
 "oracle" is the sum of the per-level minimum of the two directions.
 
     python3 benchmarks/probe_directions.py urand-20,kron-21 s8_lazy_vss_switch_pers 2
+    python3 benchmarks/probe_directions.py kron-22 s8_lazy_vss_switch_pers --source-ids 3429991
 
 Each level's time is from ``record_levels=True`` (block 0's clock at the top of each level);
 the stage split (expansion / finalization) is the given eta's. 1024 threads x 1 block per SM,
@@ -20,11 +21,13 @@ from run import Bench, _by_name
 GEOMETRY = (1024, 1, 0)
 
 
-def per_source(b: Bench, spec, eta: float, count: int, beta: float = 0.0) -> list[tuple]:
+def per_source(
+    b: Bench, spec, eta: float, count: int, beta: float = 0.0, alpha: float = 0.0
+) -> list[tuple]:
     """(levels, level ms, bottom-up levels, traversal ms, stage ms) of the first sources."""
     out = []
     with b.engine(spec, eta, GEOMETRY, record_levels=True) as eng:
-        eng.beta = beta
+        eng.beta, eng.alpha = beta, alpha
         eng.bfs(int(b.sources[0]))  # warm-up
         for s in b.sources[:count]:
             levels = eng.bfs(int(s))
@@ -40,15 +43,22 @@ def main() -> None:
     ap.add_argument("sources", type=int, nargs="?", default=2)
     ap.add_argument("--eta", type=float, default=10.0)
     ap.add_argument("--beta", type=float, default=0.0, help="the return rule beside eta")
+    ap.add_argument("--alpha", type=float, default=0.0, help="the edge-ratio guard beside eta")
+    ap.add_argument(
+        "--source-ids", default="", help="comma-separated graph ids, not the protocol sources"
+    )
     args = ap.parse_args()
     for name in args.graphs.split(","):
         b = Bench.load(name, 8)
+        if args.source_ids:
+            b.sources = np.array([int(s) for s in args.source_ids.split(",")], dtype=np.int64)
+            args.sources = len(b.sources)
         g = b.graph
         out_deg, in_deg = np.diff(g.out_ptr), np.diff(g.in_ptr)
         for variant in args.variants.split(","):
             spec = _by_name(variant)
             runs = {eta: per_source(b, spec, eta, args.sources) for eta in (0.0, 1e12)}
-            runs[args.eta] = per_source(b, spec, args.eta, args.sources, args.beta)
+            runs[args.eta] = per_source(b, spec, args.eta, args.sources, args.beta, args.alpha)
             for k in range(args.sources):
                 levels = runs[0.0][k][0]
                 reached = levels >= 0
@@ -61,8 +71,8 @@ def main() -> None:
                 print(
                     f"{name} {variant} src {int(b.sources[k])}: traversal top-down "
                     f"{runs[0.0][k][3] * 1e3:.1f} us, bottom-up {runs[1e12][k][3] * 1e3:.1f}, "
-                    f"eta {args.eta:g} beta {args.beta:g} {tuned[3] * 1e3:.1f} (bottom-up levels "
-                    f"{tuned[2]})"
+                    f"eta {args.eta:g} beta {args.beta:g} alpha {args.alpha:g} "
+                    f"{tuned[3] * 1e3:.1f} (bottom-up levels {tuned[2]})"
                 )
                 oracle = 0.0
                 for i in range(min(len(td), len(bu), depth)):

@@ -39,6 +39,9 @@ DEFAULT_ETA = 10.0
 #: Return rule after a bottom-up level: stay bottom-up while |F_L| * beta >= n (0: off, the
 #: paper's rule alone decides every level).
 DEFAULT_BETA = 0.0
+#: Edge-ratio guard beside eta (Beamer's rule): a level may go bottom-up only when
+#: alpha * m_f > m_u, m_f the in-arcs of F_L and m_u those of the unvisited vertices (0: off).
+DEFAULT_ALPHA = 0.0
 #: Window width W of JaccardWithWindows.
 JACCARD_WINDOW = 1 << 16
 #: The paper's rule takes the lazy update path when U_div exceeds this (an id spread).

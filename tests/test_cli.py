@@ -188,6 +188,24 @@ def test_bfs_info_source_with_small_config(small, capsys):
     assert "s32_block" in names and "s32_eager_resident_r128_pers" in names
 
 
+def test_bfs_with_the_edge_ratio_guard(small, capsys, monkeypatch):
+    """``--alpha`` (a graph file) reaches the engine beside ``--eta`` and ``--beta``; the levels
+    stay SciPy's (the emulator without a GPU, the kernel with one)."""
+    import blest.runtime.factory as factory
+
+    d, g, _ = small
+    made, real = [], factory.make_engine
+    monkeypatch.setattr(factory, "make_engine", lambda *a, **k: made.append(k) or real(*a, **k))
+    argv = ["bfs", str(d / "small.mtx"), "3", "--eta", "1e9", "--out", str(d / "a.npy")]
+    for extra in (["--alpha", "14"], ["--alpha", "0.5", "--beta", "4"], ["--alpha", "inf"], []):
+        assert main(argv + extra) == 0
+        np.testing.assert_array_equal(np.load(d / "a.npy"), bfs_levels(g, 3))
+    assert [(k["eta"], k["beta"], k["alpha"]) for k in made] == [
+        (1e9, 0.0, 14.0), (1e9, 4.0, 0.5), (1e9, 0.0, float("inf")), (1e9, 0.0, 0.0)
+    ]  # fmt: skip
+    capsys.readouterr()
+
+
 def test_bfs_writes_levels_atomically(small, capsys, monkeypatch):
     d, _, cfg = small
 
@@ -247,6 +265,8 @@ def test_blest_user_errors(small, capsys):
         (["bfs", str(cfg), "1", "--eta", "5"], "--eta cannot be combined"),
         (["bfs", str(cfg), "1", "--beta", "5"], "--beta cannot be combined"),
         (["bfs", str(d / "small.mtx"), "1", "--beta", "-1"], "beta must be >= 0"),
+        (["bfs", str(cfg), "1", "--alpha", "14"], "--alpha cannot be combined"),
+        (["bfs", str(d / "small.mtx"), "1", "--alpha", "-1"], "alpha must be >= 0"),
         (["bfs", str(d / "broken.blest.json"), "1", "--out", out], "not valid JSON"),
         (["bfs", str(d / "future.blest.json"), "1"], "re-run blest-tune"),
         (["bfs", str(d / "absent.blest.json"), "1"], "no such tuned config"),

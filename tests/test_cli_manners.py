@@ -238,6 +238,7 @@ def test_bench_on_the_cpu(tuned, capsys):
         assert main(["bench", target, "-n", "6", "--verify", "--json"]) == 0
         r = _json(capsys)
         assert r["engine"] == "no GPU: SciPy's BFS on the CPU"
+        assert (r["beta"], r["alpha"]) == (0.0, 0.0)  # the switching constants, recorded
         assert r["statistics"]["sources"] == 6 and r["verified"] == {"differ": []}
         per = r["per_source"]
         for src, edges in zip(per["sources"], per["edges"], strict=True):

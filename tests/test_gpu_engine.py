@@ -10,6 +10,7 @@ import pytest
 from gpu_util import path_like, requires_gpu, seeded_zoo, sources
 
 from blest import VariantSpec, variants
+from blest.errors import ArgumentError
 from blest.graph.bvss import build_bvss
 from blest.graph.ordering import permute_graph, rcm
 from blest.reference import bfs_levels, emulate_spec
@@ -144,6 +145,41 @@ def test_return_rule_matches_emulator(zoo, spec):
                     ref = emulate_spec(bvss, graph, src, spec, eta=eta, beta=beta)
                     assert eng.stats.bottom_up_levels == ref.bottom_up_levels, ctx
                     plain = emulate_spec(bvss, graph, src, spec, eta=eta)
+                    changed += plain.bottom_up_levels != ref.bottom_up_levels
+    assert changed > 0
+
+
+@pytest.mark.parametrize("spec", SWITCHING, ids=lambda s: s.name)
+def test_edge_ratio_guard_matches_emulator(zoo, spec):
+    """alpha > 0 (bottom-up only when also alpha * m_f > m_u): the levels against SciPy and the
+    bottom-up levels against the emulator, in captured and launched, timed and one-kernel
+    calls, with small-queue episodes and beta, with alpha changed on a live engine (a captured
+    call holds it as a kernel argument); the guard must change the directions somewhere. The
+    per-level launch refuses it (no grid barrier to count the frontier's arcs at)."""
+    rng, graphs = zoo
+    if spec.launch == "per_level":
+        with _engine(graphs["hubs"], spec, alpha=14.0) as eng:
+            with pytest.raises(ArgumentError, match="persistent"):
+                eng.bfs(0)
+        return
+    changed = 0
+    for name in ("power_law", "directed", "hubs", "disconnected", "road_deep"):
+        graph = graphs[name]
+        bvss = build_bvss(graph, spec.sigma)
+        small = int(rng.choice([0, 16]))
+        with _engine(graph, spec, eta=1e9, bvss=bvss, small_queue=small) as eng:
+            for eta, alpha, beta in ((1e9, 2.0, 0.0), (1e9, 0.5, 0.0), (20.0, 14.0, 40.0)):
+                eng.eta, eng.alpha, eng.beta = eta, alpha, beta
+                for i, src in enumerate(sources(rng, graph, 3)):
+                    eng.timing = i % 2 == 1
+                    ctx = f"{spec.name} {name} src={src} eta={eta} alpha={alpha} sq={small}"
+                    out = np.full(graph.n, POISON, dtype=np.int32)
+                    np.testing.assert_array_equal(
+                        eng.bfs(src, out=out), bfs_levels(graph, src), err_msg=ctx
+                    )
+                    ref = emulate_spec(bvss, graph, src, spec, eta=eta, beta=beta, alpha=alpha)
+                    assert eng.stats.bottom_up_levels == ref.bottom_up_levels, ctx
+                    plain = emulate_spec(bvss, graph, src, spec, eta=eta, beta=beta)
                     changed += plain.bottom_up_levels != ref.bottom_up_levels
     assert changed > 0
 

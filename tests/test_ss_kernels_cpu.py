@@ -4,8 +4,9 @@ then meets one block), with the binary MMA emulated from its fragment layout. Le
 SciPy on directed, undirected, disconnected, deep and power-law graphs, for variants covering
 every axis of the persistent drivers (sigma, eager and lazy, dirty sets, queue policy,
 switching with eta 0, 2 and always bottom-up, small-queue levels in block 0); with the return
-rule (beta), the levels' directions against the emulator. The serving kernel answers calls posted by
-a host thread. The gpu-marked tests run every variant on the device."""
+rule (beta) and the edge-ratio guard (alpha), the levels' directions against the emulator. The
+serving kernel answers calls posted by a host thread. The gpu-marked tests run every variant on
+the device."""
 
 from __future__ import annotations
 
@@ -65,8 +66,8 @@ def programs(tmp_path_factory):
         params = [(p.ctype, p.name) for p in graph_params(spec) + state_params(spec)]
         names = kernel_names(spec)
         bfs = (names["bfs"], [("int", "depth_limit"), ("double", "eta"), ("double", "beta"),
-                              ("unsigned int", "small_queue"), ("u32*", "ctl_out"),
-                              ("int", "fused")])  # fmt: skip
+                              ("double", "alpha"), ("unsigned int", "small_queue"),
+                              ("u32*", "ctl_out"), ("int", "fused")])  # fmt: skip
         init = (names["init"], [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src")])
         out[spec] = build(render(spec), [init, bfs], params, [], cache)
         out[spec, "fused"] = build(render(spec), [bfs], params, [], cache)
@@ -90,8 +91,8 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
 
 
 def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small: int,
-                   fused: int, beta: float,
-                   served: np.ndarray | None = None) -> dict:  # fmt: skip
+                   fused: int, beta: float, served: np.ndarray | None = None,
+                   alpha: float = 0.0) -> dict:  # fmt: skip
     """Every array of the traversal :func:`traverse` describes, as the kernels left them;
     ``fused=FUSED_SERVE``: the serving kernel answering the calls from ``served`` (seeds) that
     the runner's host thread posts, each call's levels and control block in its row of
@@ -111,7 +112,8 @@ def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float,
     }
     scalars = {"n": n, "n_words": words, "n_vss": b.n_vss, "n_sets": b.n_slice_sets,
                "n_seeds": 1, "src": src, "depth_limit": -1, "eta": float(eta),
-               "beta": float(beta), "small_queue": small, "fused": int(fused)}  # fmt: skip
+               "beta": float(beta), "alpha": float(alpha), "small_queue": small,
+               "fused": int(fused)}  # fmt: skip
     if fused == FUSED_SERVE:  # the control block zeroed before the launch; calls from serve_*
         arrays["ctl"][:] = 0
         arrays["ctl_out"] = np.zeros(CTL_WORDS + SERVE_WORDS, dtype=np.uint32)
@@ -275,5 +277,39 @@ def test_return_rule_directions_match_emulator(programs, rng, spec):
             ref = emulate_spec(prep.bvss, prep.graph, internal, spec, eta=eta, beta=beta)
             assert tuple(np.flatnonzero(bits[: depth + 1])) == ref.bottom_up_levels, ctx
             plain = emulate_spec(prep.bvss, prep.graph, internal, spec, eta=eta)
+            changed += plain.bottom_up_levels != ref.bottom_up_levels
+    assert changed > 0
+
+
+@pytest.mark.parametrize("spec", SWITCHING, ids=lambda s: s.name)
+def test_edge_ratio_guard_directions_match_emulator(programs, rng, spec):
+    """alpha > 0: a level that eta sends bottom-up goes so only when alpha * m_f > m_u. The
+    levels against SciPy, the directions against the emulator's (plain and one-launch calls,
+    small-queue episodes, with beta). The guard's sums are counted on demand, at the levels
+    that eta's rule sends bottom-up; a wrong sum shows as a wrong direction. The guard must
+    change the directions somewhere."""
+    changed = 0
+    for name, graph in small_zoo(rng, 360).items():
+        prep = Prepared.from_graph(graph, spec.sigma)
+        src = int(rng.choice(np.flatnonzero(graph.out_degree > 0)))
+        want = bfs_levels(graph, src)
+        order = np.asarray(prep.permutation.new_of_old) if prep.permutation is not None else None
+        internal = src if order is None else int(order[src])
+        depth = int(want.max())
+        for eta, alpha, beta, small, fused in ((1e9, 2.0, 0.0, 0, False),
+                                               (1e9, 0.5, 0.0, 16, True),
+                                               (20.0, 14.0, 40.0, 0, True),
+                                               (1e9, 1e9, 0.0, 0, False)):  # fmt: skip
+            exe = programs[spec, "fused"] if fused else programs[spec]
+            out = _run_traversal(exe, spec, prep, internal, eta, small, fused, beta, alpha=alpha)
+            ctx = f"{name} eta={eta} alpha={alpha} beta={beta} sq={small} fused={fused}"
+            got = out["levels"] if order is None else out["levels"][order]
+            np.testing.assert_array_equal(got, want, err_msg=ctx)
+            bits = np.unpackbits(out["bottom_up_levels"].view(np.uint8), bitorder="little")
+            ref = emulate_spec(
+                prep.bvss, prep.graph, internal, spec, eta=eta, beta=beta, alpha=alpha
+            )
+            assert tuple(np.flatnonzero(bits[: depth + 1])) == ref.bottom_up_levels, ctx
+            plain = emulate_spec(prep.bvss, prep.graph, internal, spec, eta=eta, beta=beta)
             changed += plain.bottom_up_levels != ref.bottom_up_levels
     assert changed > 0

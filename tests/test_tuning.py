@@ -35,6 +35,9 @@ from blest.tuning.prepare import (
 )
 from blest.tuning.search import NOISE, Search, relative
 from blest.tuning.space import (
+    ALPHA_ETA,
+    ALPHA_GRID,
+    BEAMER_ALPHA,
     BETA_GRID,
     BLOCK_GEOMETRIES,
     ETA_GRID,
@@ -44,6 +47,7 @@ from blest.tuning.space import (
     RESIDENT_MAX_N,
     SMALL_QUEUES,
     Candidate,
+    alpha_variants,
     beta_variants,
     block_fits,
     coarse_candidates,
@@ -171,6 +175,31 @@ def test_config_beta_is_optional_and_checked(tuned_dir):
         p.write_text(json.dumps(data))
         with pytest.raises(ConfigError, match="config.beta must be"):
             _load(p)
+
+
+def test_config_alpha_reaches_the_engine(tuned_dir):
+    """``alpha`` (the edge-ratio guard) reaches the engine, levels unchanged; a config without
+    it (older versions) loads with the guard off; a bad value is refused by name."""
+    d, g = tuned_dir
+    p = d / "g.blest.json"
+    data = json.loads(p.read_text())
+    assert data["alpha"] == 0.0
+    data["alpha"] = BEAMER_ALPHA
+    p.write_text(json.dumps(data))
+    with _load(p) as eng:
+        assert eng.alpha == BEAMER_ALPHA
+        np.testing.assert_array_equal(eng.bfs(3), bfs_levels(g, 3))
+    with _load(p, emulate=True) as eng:  # the kernel's rule, emulated
+        assert eng.alpha == BEAMER_ALPHA
+        np.testing.assert_array_equal(eng.bfs(3), bfs_levels(g, 3))
+    del data["alpha"]
+    p.write_text(json.dumps(data))
+    with _load(p) as eng:
+        assert eng.alpha == 0.0
+    data["alpha"] = -14
+    p.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="config.alpha must be a finite number >= 0"):
+        _load(p)
 
 
 def test_tampered_artifact_is_refused(tuned_dir):
@@ -386,6 +415,8 @@ def test_space():
     assert {c.small_queue for c in small_queue_variants(sw)} == set(SMALL_QUEUES)
     pl = per_level_variant(sw)
     assert pl.spec.launch == "per_level" and per_level_variant(pl) is None
+    assert per_level_variant(replace(sw, alpha=14.0)) is None  # the guard needs a grid barrier
+    assert alpha_variants(pl) == []
     assert small_queue_variants(pl) == []
     csr = next(c for c in coarse if c.spec.expand == "csr" and c.spec.switching)
     assert per_level_variant(csr) is None and len(eta_variants(csr)) == len(ETA_GRID) - 1
@@ -411,6 +442,40 @@ def test_space():
         assert {g.block_size for g in geometry_variants(wide)} <= {128, 256, 512}
     for c in (replace(eager, block_size=1024), sw, pl, csr):  # 1,024 threads, or not eager
         assert register_variants(replace(c, blocks_per_sm=1)) == []
+
+
+def test_space_tries_the_edge_ratio_guard_at_a_large_eta():
+    """alpha_variants: Beamer's alpha at the candidate's eta and at the grid's largest, the other
+    guards at the largest only; nothing for variants without switching; never the candidate
+    itself, nor the guard at eta off (no bottom-up level to guard). Every other knob is kept."""
+    coarse = coarse_candidates(["natural", "rcm"], (8,))
+    sw = replace(next(c for c in coarse if c.spec.switching), beta=100.0, small_queue=32)
+    assert ALPHA_ETA == max(ETA_GRID) == 200.0 and set(ALPHA_GRID) == {4.0, 14.0, 50.0}
+    assert BEAMER_ALPHA == 14.0 and all(c.alpha is None and c.engine_alpha == 0.0 for c in coarse)
+    got = alpha_variants(sw)
+    assert [(c.alpha, c.eta) for c in got] == [(14.0, sw.eta), (14.0, 200.0), (4.0, 200.0),
+                                               (50.0, 200.0)]  # fmt: skip
+    assert all(replace(c, alpha=None, eta=sw.eta) == sw for c in got)
+    assert [c.engine_alpha for c in got] == [14.0, 14.0, 4.0, 50.0]
+    at_top = alpha_variants(replace(sw, eta=200.0))
+    assert [(c.alpha, c.eta) for c in at_top] == [(14.0, 200.0), (4.0, 200.0), (50.0, 200.0)]
+    assert [(c.alpha, c.eta) for c in alpha_variants(got[1])] == [(4.0, 200.0), (50.0, 200.0)]
+    assert [(c.alpha, c.eta) for c in alpha_variants(got[0])] == [(14.0, 200.0), (4.0, 200.0),
+                                                                  (50.0, 200.0)]  # fmt: skip
+    assert [(c.alpha, c.eta) for c in alpha_variants(replace(sw, eta=0.0))] == [
+        (14.0, 200.0), (4.0, 200.0), (50.0, 200.0)]  # fmt: skip
+    for c in coarse_candidates(["rcm"], (8, 16), n=1000, clusters=True):
+        if not c.spec.switching:
+            assert alpha_variants(c) == []
+    # the label, as the timing table and the summary show it; the round trip of a table row
+    assert got[0].label.endswith(f"eta={sw.eta:g} beta=100 alpha=14 256xocc sq=32")
+    assert "alpha" not in sw.label
+    for c in got:
+        assert Candidate.from_dict(c.to_dict()) == c and c.to_dict()["alpha"] == c.alpha
+    old = sw.to_dict()
+    del old["alpha"]  # a timing table written before the guard
+    assert Candidate.from_dict(old) == sw and Candidate.from_dict(old).alpha is None
+    assert all(c.engine_key == sw.engine_key for c in got)  # one engine times them all
 
 
 def test_space_holds_the_resident_queue_on_small_graphs_only():
@@ -517,17 +582,20 @@ def _cost(c: Candidate, eta: float, sq: int) -> float:
 
 class FakeEngine:
     """``cost(candidate, eta, small_queue, src)`` ms per traversal, plus ``beta_cost(beta)``
-    (default 0); building costs ``build_s`` and a traversal ``call_s`` plus its own time on the
-    fake clock."""
+    and ``alpha_cost(alpha, eta, src)`` (default 0); building costs ``build_s`` and a traversal
+    ``call_s`` plus its own time on the fake clock."""
 
     def __init__(self, c: Candidate, clock: FakeClock, fail: bool = False, cost=None,
-                 build_s: float = 0.05, call_s: float = 0.001, beta_cost=None) -> None:  # fmt: skip
+                 build_s: float = 0.05, call_s: float = 0.001, beta_cost=None,
+                 alpha_cost=None) -> None:  # fmt: skip
         self.c, self.clock, self.fail = c, clock, fail
         self.cost = cost or (lambda c, eta, sq, src: _cost(c, eta, sq))
         self.beta_cost = beta_cost or (lambda beta: 0.0)
+        self.alpha_cost = alpha_cost or (lambda alpha, eta, src: 0.0)
         self.call_s = call_s
         self.eta, self.small_queue = c.engine_eta, 16 if c.small_queue is None else c.small_queue
         self.beta = c.engine_beta
+        self.alpha = c.engine_alpha
         self.closed = False
         self.calls = 0
         clock.t += build_s
@@ -537,6 +605,7 @@ class FakeEngine:
             raise RuntimeError("a grid barrier timed out")
         self.calls += 1
         ms = self.cost(self.c, self.eta, self.small_queue, src) + self.beta_cost(self.beta)
+        ms += self.alpha_cost(self.alpha, self.eta, src)
         self.clock.t += self.call_s + ms / 1e3
         self.stats = types.SimpleNamespace(traversal_ms=ms)
 
@@ -572,6 +641,50 @@ def test_refinement_tries_the_return_rule():
     s, _, _ = _search(budget=1e6)
     s.run(coarse)
     assert s.pick().candidate.beta is None
+
+
+def _kron_guard_cost(c, eta, sq, src):
+    """kron-22 as the guard meets it: eta 100 and 200 save 10% on every source (the sigma-8
+    lazy switching leaders at 0.30 ms, the rest 1.5x slower)."""
+    t = 0.30 * (1.0 if c.spec.switching and c.spec.sigma == 8 else 1.5)
+    return t * (0.9 if eta >= 100.0 else 1.0)
+
+
+def _kron_guard_alpha_cost(alpha, eta, src):
+    """...but from one source in eight (hubs on level 2) eta 50 and above send a level
+    bottom-up, for 3 ms more, unless a guard of alpha <= 30 keeps it top-down; alpha 4 also keeps
+    a level top-down that bottom-up wins (0.02 ms)."""
+    misfire = eta >= 50.0 and src % 8 == 3 and not 0.0 < alpha <= 30.0
+    return 3.0 * misfire + 0.02 * (0.0 < alpha < 10.0)
+
+
+def test_refinement_tries_the_edge_ratio_guard():
+    """The "alpha" stage runs after the "beta" stage on the leaders, at their eta and at eta
+    200; where the guard makes the large eta safe (kron-22's hub levels) the pick is eta 200 with
+    alpha 14, on the tuning sources and after confirmation; where it does not pay, the pick
+    keeps it off."""
+    coarse = coarse_candidates(["natural"], (8,))
+    for confirm in ((), range(100, 116)):
+        s, engines, _ = _search(budget=1e6, cost=_kron_guard_cost, confirm=confirm,
+                                alpha_cost=_kron_guard_alpha_cost)  # fmt: skip
+        s.run(coarse)
+        stages = [t.stage for t in s.results]
+        assert "alpha" in stages and stages.index("beta") < stages.index("alpha")
+        best = s.pick().candidate
+        assert (best.alpha, best.eta) == (BEAMER_ALPHA, 200.0), best.label
+        assert all(t.candidate.spec.switching for t in s.results if t.stage == "alpha")
+        guarded = {(t.candidate.alpha, t.candidate.eta): t for t in s.results
+                   if t.stage == "alpha" and t.candidate.engine_key == best.engine_key}  # fmt: skip
+        assert set(guarded) >= {(a, 200.0) for a in ALPHA_GRID}
+        # one engine timed them, each with its own guard (configure sets it on the live engine)
+        ms = {a: guarded[(a, 200.0)].score_ms for a in ALPHA_GRID}
+        assert ms[4.0] > ms[BEAMER_ALPHA] * 1.05 and ms[50.0] > 2 * ms[BEAMER_ALPHA]
+        assert all(e.closed for e in engines)
+        if confirm:  # confirmation measured the guarded configuration as a candidate of its own
+            assert any(t.candidate == best for t in s.confirmed)
+    s, _, _ = _search(budget=1e6, alpha_cost=lambda alpha, eta, src: 0.01 * (alpha > 0))
+    s.run(coarse_candidates(["natural", "rcm"]))
+    assert s.pick().candidate.alpha is None and any(t.stage == "alpha" for t in s.results)
 
 
 def test_the_search_ranks_by_the_mean_over_the_sources():
@@ -887,11 +1000,12 @@ def test_held_out_summary_and_noise():
 class EmulatingEngine:
     """Stands in for blest.Engine: the NumPy emulator, with a synthetic traversal time."""
 
-    def __init__(self, prepared, spec, *, eta, beta, device, block_size, blocks_per_sm,
+    def __init__(self, prepared, spec, *, eta, beta, alpha, device, block_size, blocks_per_sm,
                  grid_blocks, small_queue, record_levels):  # fmt: skip
         assert prepared.sigma == spec.sigma and device == 0
         self.prepared = prepared
         self.spec, self.eta, self.beta, self.block_size = spec, eta, beta, block_size
+        self.alpha = alpha
         self.small_queue = 0 if small_queue is None else small_queue
         self.device_name = "Fake GPU"
 
@@ -902,7 +1016,7 @@ class EmulatingEngine:
         new_of_old = p.permutation.new_of_old
         adjacency = (p.in_ptr, p.in_idx)
         result = emulate_spec(p.bvss, adjacency, int(new_of_old[src]), self.spec, eta=self.eta,
-                              beta=self.beta, record=False)  # fmt: skip
+                              beta=self.beta, alpha=self.alpha, record=False)  # fmt: skip
         ms = 1.0 + 0.1 * (self.spec.sigma != 16) + 0.05 * (self.block_size != 1024)
         self.stats = types.SimpleNamespace(traversal_ms=ms + 0.01 * self.spec.dirty_sets)
         return result.levels[new_of_old]
@@ -939,7 +1053,10 @@ def test_gpu_tuning_flow_with_emulating_engines(tmp_path, rng, monkeypatch):
     assert cfg.timing["elapsed_s"] <= searched[0] and cfg.timing["check_and_report_s"] >= 0.2
     assert cfg.spec.sigma == 16 and cfg.geometry.block_size == 1024 and not cfg.spec.dirty_sets
     rows = cfg.timing["candidates"]
-    assert rows[0]["stage"] == "paper" and {r["stage"] for r in rows} >= {"coarse", "eta", "beta"}
+    stages = {r["stage"] for r in rows}
+    assert rows[0]["stage"] == "paper" and stages >= {"coarse", "eta", "beta", "alpha"}
+    assert all(r["alpha"] in (None, *ALPHA_GRID) for r in rows)
+    assert (cfg.alpha > 0) == ("alpha=" in cfg.report["pick"])  # the pick's guard, written
     assert {r["ordering"] for r in rows} == {"natural", "rcm"}
     assert {r["variant"] for r in rows} >= {"s8_block", "s16_block"}
     rep = cfg.report

@@ -76,6 +76,7 @@ def _timeline(engine: Any, recipe: dict[str, Any], src: int) -> dict[str, Any]:
         engine.spec,
         eta=engine.eta,
         beta=engine.beta,
+        alpha=engine.alpha,
         geometry=geometry,
         record_levels=True,
     ) as eng:
@@ -136,6 +137,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             "variant": engine.spec.name + ("" if on_gpu else " (the GPU kernel, not run)"),
             "eta": engine.eta,
             "beta": engine.beta,
+            "alpha": engine.alpha,
             "statistics": samples.statistics().to_dict(),
             "per_source": {
                 "sources": samples.sources,

@@ -23,12 +23,20 @@ from blest.cli.common import (
     seconds,
     spec_args,
     spec_from,
+    switching_constant,
     target_spec,
 )
 from blest.cli.graphs import GRAPH_HELP, given_graph_flags, graph_flags, load, user_to_graph_id
 from blest.cli.outputs import check_levels_output, print_json, write_levels
 from blest.codegen.spec import VariantSpec, variants
-from blest.defaults import DEFAULT_ARCH, DEFAULT_BETA, DEFAULT_ETA, SIGMAS, SOURCE_SEED
+from blest.defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_ARCH,
+    DEFAULT_BETA,
+    DEFAULT_ETA,
+    SIGMAS,
+    SOURCE_SEED,
+)
 from blest.errors import ArgumentError, BlestError
 
 EXAMPLES = """examples:
@@ -149,7 +157,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- bfs
 def _run_bfs(
-    graph: Any, src: int, spec: VariantSpec, eta: float, beta: float
+    graph: Any, src: int, spec: VariantSpec, eta: float, beta: float, alpha: float
 ) -> tuple[np.ndarray, dict]:
     """Levels from the GPU engine, or from the kernel emulator without a GPU."""
     from blest.graph.prepared import Prepared
@@ -159,7 +167,7 @@ def _run_bfs(
     if device == "cpu":
         device = "emulator"  # the CLI shows what the kernel computes
     prep = Prepared.from_graph(graph, spec.sigma)
-    with make_engine(prep, spec, eta=eta, beta=beta, device=device) as eng:
+    with make_engine(prep, spec, eta=eta, beta=beta, alpha=alpha, device=device) as eng:
         levels = eng.bfs(src)
         engine = "no GPU: NumPy emulator of the kernel (slow but exact)"
         if device != "emulator":
@@ -176,7 +184,7 @@ def _tuned_bfs(args: argparse.Namespace) -> tuple[np.ndarray, int, dict]:
     from blest.tuning.loader import load_tuned
 
     given = given_spec_flags(args) + given_graph_flags(args)
-    given += [f"--{k}" for k in ("eta", "beta") if getattr(args, k) is not None]
+    given += [f"--{k}" for k in ("eta", "beta", "alpha") if getattr(args, k) is not None]
     if given:
         raise BlestError(f"{', '.join(given)} cannot be combined with a tuned config")
     check_source(args.src, read_config(args.graph).graph.n)  # before any warning
@@ -202,8 +210,9 @@ def _cmd_bfs(args: argparse.Namespace) -> int:
         graph = load(args.graph, args)
         eta = DEFAULT_ETA if args.eta is None else args.eta
         beta = DEFAULT_BETA if args.beta is None else args.beta
+        alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
         src = user_to_graph_id(graph, args.src)
-        levels, info = _run_bfs(graph, src, spec_from(args), eta, beta)
+        levels, info = _run_bfs(graph, src, spec_from(args), eta, beta, alpha)
         n, labels = graph.n, graph.labels
     reached, depth = int((levels >= 0).sum()), int(levels.max())
     if args.out:
@@ -303,9 +312,16 @@ def _bfs_parser(sub: Any) -> None:
     b.add_argument("--eta", type=float, help=f"graph files only (default {DEFAULT_ETA:g})")
     b.add_argument(
         "--beta",
-        type=float,
+        type=switching_constant("beta"),
         help="graph files only: after a bottom-up level, stay bottom-up while the frontier "
         f"holds at least n/beta vertices (default {DEFAULT_BETA:g}: off)",
+    )
+    b.add_argument(
+        "--alpha",
+        type=switching_constant("alpha"),
+        help="graph files only: a level may go bottom-up only while alpha times the frontier's "
+        f"in-arcs exceed the unvisited vertices' in-arcs (default {DEFAULT_ALPHA:g}: off; "
+        "Beamer's value: 14)",
     )
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     spec_args(b)

@@ -112,6 +112,24 @@ def seconds(text: str) -> float:
     return value
 
 
+def switching_constant(name: str) -> Callable[[str], float]:
+    """argparse type of ``--<name>`` (beta, alpha): a number >= 0, 0 for off, inf allowed
+    (refuses nan), checked before any work."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not value >= 0:  # also refuses NaN
+            raise argparse.ArgumentTypeError(
+                f"{name} must be >= 0 (0: off, inf allowed), got {text}"
+            )
+        return value
+
+    return parse
+
+
 _SPEC_FLAGS = (
     "sigma",
     "update",

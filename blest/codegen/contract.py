@@ -64,7 +64,7 @@ class CtlField:
 
 
 #: Words of the control block.
-CTL_WORDS = 32
+CTL_WORDS = 40
 
 CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("QSIZE", 0, 4, "[QUEUE_BUFFERS] |Q_L| at index L % QUEUE_BUFFERS"),
@@ -89,17 +89,21 @@ CTL_FIELDS: tuple[CtlField, ...] = (
         2 * 2,
         "[QUEUE_BUFFERS] expand=csr: u64 at 20 + 2 (L % 2), hubs of F_L << 40 | their out-arcs",
     ),
+    CtlField("ARCS", 24, 2 * 2, "[2] the edge-ratio guard: u64 at 24 + 2 (L % 2), in-arcs of F_L"),
+    CtlField(
+        "SEEN_ARCS", 28, 2 * 2, "[2] the edge-ratio guard: u64 at 28 + 2 (L % 2), visited in-arcs"
+    ),
     # The call slot: what a captured call's first node copies from page-locked host memory,
     # three u64 side by side (so init never clears them: CALL_SLOT_WORDS).
-    CtlField("SEED", 24, 2, "captured calls: the seed (internal id, low word)"),
-    CtlField("DST", 26, 2, "captured calls: where the levels go (a device address; 0: stay)"),
-    CtlField("BARRIER_COUNT", 28, 2, "grid barrier: 64-bit monotonic arrival count"),
-    CtlField("CALL", 30, 1, "served calls: the call's number (0: the server ends)"),
-    CtlField("CALL_HOST", 31, 1, "served calls: nonzero when the levels go to host memory"),
+    CtlField("SEED", 32, 2, "captured calls: the seed (internal id, low word)"),
+    CtlField("DST", 34, 2, "captured calls: where the levels go (a device address; 0: stay)"),
+    CtlField("BARRIER_COUNT", 36, 2, "grid barrier: 64-bit monotonic arrival count"),
+    CtlField("CALL", 38, 1, "served calls: the call's number (0: the server ends)"),
+    CtlField("CALL_HOST", 39, 1, "served calls: nonzero when the levels go to host memory"),
 )
 #: First word and length of the call slot {SEED, DST, BARRIER_COUNT}: one copy of 24 bytes
 #: sets a captured call's seed and destination and zeroes the grid barrier's count.
-CALL_SLOT = (24, 6)
+CALL_SLOT = (32, 6)
 
 #: Words of a served engine's request block, in page-locked host memory right after the
 #: control block's copy (``ctl_out + CTL_WORDS``; serve.cu.j2).

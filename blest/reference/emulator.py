@@ -5,8 +5,9 @@ the eager update (Blest paper, Alg. 2: visited check, level write and queue appe
 path) or the lazy update (Alg. 3: marks into V_next, then a finalization sweep over all words or,
 with dirty sets, over the dirty words plus the old frontier's words), or - lazy variants with
 switching only - bottom-up on CUDA cores over ``in_csr`` (Alg. 4) when
-``unvisited_L < eta * |Q_L|`` or, with ``beta > 0`` after a bottom-up level, while
-``|F_L| * beta >= n``. The per-level popcounts come from the bit-exact MMA emulation
+``unvisited_L < eta * |Q_L|`` (with ``alpha > 0``, and ``alpha * m_f > m_u``: the in-arcs of
+F_L against those of the unvisited vertices) or, with ``beta > 0`` after a bottom-up level,
+while ``|F_L| * beta >= n``. The per-level popcounts come from the bit-exact MMA emulation
 (:mod:`blest.reference.mma`) on the real fragment packing, vectorized over all VSSs of the queue.
 Buffers are kept the way the kernels keep them (one frontier buffer overwritten in place by the
 lazy finalization, V_next cleared only where finalized), so a wrong word set shows up as a wrong
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from blest.defaults import DEFAULT_BETA, DEFAULT_ETA
+from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
 from blest.errors import ArgumentError
 from blest.reference.bitmaps import (
     bitmap_to_bool,
@@ -231,6 +232,15 @@ def _update_lazy(r: _Run, candidates: np.ndarray, queue: str, dirty_sets: bool) 
     return words_to_ids(new, fin)
 
 
+def _edge_ratio_allows(
+    alpha: float, in_deg: np.ndarray, frontier: np.ndarray, visited: np.ndarray, n: int
+) -> bool:
+    """The edge-ratio guard: ``alpha * m_f > m_u`` in doubles, as the kernels compare them."""
+    m_f = int(in_deg[bitmap_to_bool(frontier, n)].sum(dtype=np.uint64))
+    m_u = int(in_deg[~bitmap_to_bool(visited, n)].sum(dtype=np.uint64))
+    return alpha * float(m_f) > float(m_u)
+
+
 def emulate_bfs(
     bvss: Any,
     graph_or_in_csr: Any,
@@ -240,6 +250,7 @@ def emulate_bfs(
     switching: bool = False,
     eta: float = DEFAULT_ETA,
     beta: float = DEFAULT_BETA,
+    alpha: float = DEFAULT_ALPHA,
     dirty_sets: bool = False,
     queue: str = "vss",
     depth_limit: int | None = None,
@@ -265,6 +276,10 @@ def emulate_bfs(
     beta : float
         Return rule: after a bottom-up level, bottom-up again while ``|F_L| * beta >= n``
         (eta is not consulted there); 0 turns it off.
+    alpha : float
+        Edge-ratio guard beside eta: a level that eta sends bottom-up goes so only when also
+        ``alpha * m_f > m_u`` (m_f: the in-arcs of F_L; m_u: those of the unvisited vertices);
+        0 turns it off.
     dirty_sets : bool
         Lazy only: finalize only dirty V_next words plus the old frontier's words. Both the
         top-down and the bottom-up step mark the words they OR into V_next as dirty.
@@ -290,6 +305,7 @@ def emulate_bfs(
     if switching and graph_or_in_csr is None:
         raise ArgumentError("switching needs the in-adjacency (a Graph or in_csr)")
     in_adj = _in_adjacency(graph_or_in_csr, n) if switching else None
+    in_deg = np.diff(in_adj[0]).astype(np.uint64) if switching and alpha > 0 else None
     r = _Run.start(b, seeds)
     states: list[LevelState] = []
     level = 0
@@ -305,6 +321,8 @@ def emulate_bfs(
                 bottom_up = int(popcount32(r.frontier).sum(dtype=np.int64)) * beta >= n
             else:
                 bottom_up = lazy and switching and r.unvisited < eta * r.queue.size
+                if bottom_up and in_deg is not None:
+                    bottom_up = _edge_ratio_allows(alpha, in_deg, r.frontier, r.visited, n)
             after_bottom_up = bottom_up
             direction = BOTTOM_UP if bottom_up else TOP_DOWN
         if record:
@@ -341,6 +359,7 @@ def emulate_spec(
     *,
     eta: float = DEFAULT_ETA,
     beta: float = DEFAULT_BETA,
+    alpha: float = DEFAULT_ALPHA,
     depth_limit: int | None = None,
     record: bool = True,
 ) -> EmulatorResult:
@@ -356,6 +375,7 @@ def emulate_spec(
         switching=spec.switching,
         eta=eta,
         beta=beta,
+        alpha=alpha,
         dirty_sets=spec.dirty_sets,
         queue=spec.queue,
         depth_limit=depth_limit,

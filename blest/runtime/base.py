@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_ARCH, DEFAULT_BETA
+from blest.defaults import DEFAULT_ALPHA, DEFAULT_ARCH, DEFAULT_BETA
 from blest.errors import ArgumentError, EngineError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, as_sources
@@ -35,14 +35,19 @@ def check_idle_ms(idle_ms: float) -> None:
 
 
 class EngineBase:
-    """Common state of every engine: ``prepared``, ``spec``, ``eta``, ``beta``, ``n``,
-    ``graph``."""
+    """Common state of every engine: ``prepared``, ``spec``, ``eta``, ``beta``, ``alpha``,
+    ``n``, ``graph``."""
 
     device_name = "CPU"
     arch = DEFAULT_ARCH
 
     def __init__(
-        self, prepared: Prepared, spec: VariantSpec | None, eta: float, beta: float = DEFAULT_BETA
+        self,
+        prepared: Prepared,
+        spec: VariantSpec | None,
+        eta: float,
+        beta: float = DEFAULT_BETA,
+        alpha: float = DEFAULT_ALPHA,
     ) -> None:
         if not isinstance(prepared, Prepared):
             raise ArgumentError(
@@ -54,17 +59,20 @@ class EngineBase:
                 f"the variant has sigma={self.spec.sigma} but the graph was prepared at "
                 f"sigma={prepared.sigma}"
             )
-        eta, beta = float(eta), float(beta)
+        eta, beta, alpha = float(eta), float(beta), float(alpha)
         if not eta >= 0:  # also refuses NaN
             raise ArgumentError(f"eta must be >= 0 (inf allowed), got {eta}")
         if not beta >= 0:
             raise ArgumentError(f"beta must be >= 0 (0: off, inf allowed), got {beta}")
+        if not alpha >= 0:
+            raise ArgumentError(f"alpha must be >= 0 (0: off, inf allowed), got {alpha}")
         self.prepared = prepared
         self.graph = prepared.graph
         self.n = prepared.n
         self.permutation = prepared.permutation
         self.eta = eta
         self.beta = beta
+        self.alpha = alpha
         self._new_of_old = np.asarray(prepared.permutation.new_of_old)
         self._lock = threading.RLock()  # engine methods may call bfs
         self._closed = False

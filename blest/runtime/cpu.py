@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_BETA, DEFAULT_ETA
+from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
 from blest.errors import GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, bfs_many_levels, source_sums
@@ -39,8 +39,9 @@ class CPUEngine(EngineBase):
         *,
         eta: float = DEFAULT_ETA,
         beta: float = DEFAULT_BETA,
+        alpha: float = DEFAULT_ALPHA,
     ) -> None:
-        super().__init__(prepared, spec, eta, beta)
+        super().__init__(prepared, spec, eta, beta, alpha)
         self._scipy = ScipyBFS(self.graph)
 
     def bfs(

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_BETA, DEFAULT_ETA
+from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
 from blest.errors import GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, sums_from_levels
@@ -38,8 +38,9 @@ class EmulatedEngine(EngineBase):
         *,
         eta: float = DEFAULT_ETA,
         beta: float = DEFAULT_BETA,
+        alpha: float = DEFAULT_ALPHA,
     ) -> None:
-        super().__init__(prepared.host(), spec, eta, beta)
+        super().__init__(prepared.host(), spec, eta, beta, alpha)
         self._in = (np.asarray(self.prepared.in_ptr), np.asarray(self.prepared.in_idx))
         self._reverse: EmulatedEngine | None = None
 
@@ -67,6 +68,7 @@ class EmulatedEngine(EngineBase):
             self.spec,
             eta=self.eta,
             beta=self.beta,
+            alpha=self.alpha,
             depth_limit=None if limit < 0 else limit,
             record=False,
         )
@@ -101,7 +103,7 @@ class EmulatedEngine(EngineBase):
             self._reverse = (
                 self
                 if rev is self.prepared
-                else EmulatedEngine(rev, self.spec, eta=self.eta, beta=self.beta)
+                else EmulatedEngine(rev, self.spec, eta=self.eta, beta=self.beta, alpha=self.alpha)
             )
         row = np.empty((1, self.n), dtype=np.int32)
         parts = []

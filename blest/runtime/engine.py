@@ -36,7 +36,7 @@ from blest.codegen.contract import (
 )
 from blest.codegen.render import graph_params, kernel_names, render, state_params
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_BETA, DEFAULT_ETA
+from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.core import Graph
 from blest.graph.ordering import Permutation
@@ -82,6 +82,9 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         Return rule after a bottom-up level (lazy variants with switching): the next level
         stays bottom-up while |F| * beta >= n, and goes top-down once the frontier is smaller
         (eta is not consulted there). 0 (default) turns it off: eta decides every level.
+    alpha : float
+        Edge-ratio guard (persistent variants): bottom-up only when also alpha * (in-arcs of F)
+        > (in-arcs of the unvisited vertices). 0 (default): off.
     permutation : Permutation, optional
         With a Graph: the vertex ordering applied before the BVSS is built.
     device : int, optional
@@ -109,6 +112,7 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         *,
         eta: float = DEFAULT_ETA,
         beta: float = DEFAULT_BETA,
+        alpha: float = DEFAULT_ALPHA,
         permutation: Permutation | None = None,
         device: int | None = None,
         block_size: int = Geometry.block_size,
@@ -137,7 +141,7 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
                 graph = Prepared.from_graph(graph, spec.sigma, permutation, xp=cp)
         elif permutation is not None:
             raise ArgumentError("permutation applies to a Graph; a Prepared graph has its own")
-        super().__init__(graph, spec, eta, beta)
+        super().__init__(graph, spec, eta, beta, alpha)
         if self.n == 0:
             raise ArgumentError("the graph has no vertices")
         self._record_levels = bool(record_levels)
@@ -169,7 +173,7 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         self._host_block = pinned_array(cp, CTL_WORDS + SERVE_WORDS, np.uint32)
         self._host_ctl = self._host_block[:CTL_WORDS]
         self._events = (cp.cuda.Event(), cp.cuda.Event())
-        self._call_graphs: dict[tuple, Any] = {}  # by (to the host, eta, beta, small_queue, ...)
+        self._call_graphs: dict[tuple, Any] = {}  # by (to the host, eta, beta, alpha, ...)
         # A captured call's {seed, where the deliver pass puts the levels (0: in _levels()), 0 for
         # the barrier's count} in pinned memory, copied by the graph's first node to the control
         # block's call slot (the block launch's own slot); own_dst: launched calls' destination.
@@ -207,12 +211,8 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         identity, perm = self.permutation.is_identity, self.permutation
         for way in ("old_of_new", "new_of_old"):  # the deliver pass gathers by new_of_old
             arrays[way] = np.uint64(0) if identity else cp.asarray(getattr(perm, way), cp.int32)
-        arrays.update(
-            n=np.int32(n),
-            n_words=np.int32(self._n_words),
-            n_vss=np.int32(b.n_vss),
-            n_sets=np.int32(b.n_slice_sets),
-        )
+        arrays.update(n=np.int32(n), n_words=np.int32(self._n_words),
+                      n_vss=np.int32(b.n_vss), n_sets=np.int32(b.n_slice_sets))  # fmt: skip
         # Reordered graphs: the user's ids, filled by the deliver pass after each traversal.
         self._user_levels = None if identity else cp.empty(n, dtype=cp.int32)
         return arrays, self._state_buffers(b.n_vss)
@@ -368,13 +368,8 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         if prepared is None:
             grid, shared_mem = self._launch_shape(role)
             prepared = self._launches[key] = PreparedLaunch(
-                self._kernels[role],
-                (grid,),
-                (self.block_size,),
-                self._common_args + extra,
-                shared_mem=shared_mem,
-                cooperative=cooperative,
-            )
+                self._kernels[role], (grid,), (self.block_size,), self._common_args + extra,
+                shared_mem=shared_mem, cooperative=cooperative)  # fmt: skip
         else:
             base = len(self._common_args)
             for i, arg in enumerate(extra):
@@ -435,16 +430,18 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         and writes the user's ids). ``fused_ctl_out`` (persistent variants, captured calls):
         the kernel also initializes from the call slot and delivers, the control block to that
         address; ``fused=FUSED_SERVE``: it serves calls (engine_serve.py)."""
-        eta, beta = np.float64(self.eta), np.float64(self.beta)
+        rules = tuple(np.float64(x) for x in (self.eta, self.beta, self.alpha))
         if self.spec.launch == "block":
             self._launch("bfs", (*self._block_seeds, np.int32(limit)))
         elif self.spec.launch == "persistent":
             mode = fused if fused_ctl_out is not None else 0
-            extra = (np.int32(limit), eta, beta, np.uint32(self.small_queue),
+            extra = (np.int32(limit), *rules, np.uint32(self.small_queue),
                      np.uint64(fused_ctl_out or 0), np.int32(mode))  # fmt: skip
             self._launch("bfs", extra, cooperative=True)
+        elif self.alpha > 0:
+            raise ArgumentError(f"alpha > 0 needs a persistent variant, not {self.spec.name}")
         else:
-            self._per_level_loop(limit, eta, beta)
+            self._per_level_loop(limit, *rules[:2])
 
     def _wait(self, user: int, seeds: int = 1) -> None:
         """Wait for the traversal; void the engine if a grid barrier timed out."""

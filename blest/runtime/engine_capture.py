@@ -47,9 +47,10 @@ class CallCapture:
 
     _cp: Any
     _capture: bool
-    _call_graphs: dict[tuple[bool, float, float, int, bool, bool], CapturedCall]
+    _call_graphs: dict[tuple[bool, float, float, float, int, bool, bool], CapturedCall]
     eta: float
     beta: float
+    alpha: float
     timing: bool
     #: Whether an untimed call of a persistent variant is one kernel (False: three launches,
     #: as timed calls; benchmarks/probe_fused.py compares the two).
@@ -71,13 +72,13 @@ class CallCapture:
 
     def _call_graph(self, host: bool) -> CapturedCall | None:
         """The captured plain call (with the levels copied to pinned host memory, or not) at
-        the engine's current ``eta``, ``beta`` and ``small_queue``, which a graph holds as kernel
-        arguments (the tuner changes them between runs), with timing events or not; None where
-        this engine launches kernel by kernel."""
+        the engine's current ``eta``, ``beta``, ``alpha`` and ``small_queue``, which a graph
+        holds as kernel arguments (the tuner changes them between runs), with timing events or
+        not; None where this engine launches kernel by kernel."""
         if not self._capture:
             return None
         # (NumPy and Python numbers of one value hash and compare alike.)
-        key = (host, self.eta, self.beta, self.small_queue, self.timing, self._fuse)
+        key = (host, self.eta, self.beta, self.alpha, self.small_queue, self.timing, self._fuse)
         graph = self._call_graphs.get(key)
         if graph is None:
             self._call_graphs = {k: g for k, g in self._call_graphs.items() if k[1:] == key[1:]}

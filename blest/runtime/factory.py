@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_BETA, DEFAULT_ETA
+from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
 from blest.errors import ArgumentError
 from blest.graph.prepared import Prepared
 from blest.runtime.protocol import BFSEngine, Geometry
@@ -40,6 +40,7 @@ def make_engine(
     *,
     eta: float = DEFAULT_ETA,
     beta: float = DEFAULT_BETA,
+    alpha: float = DEFAULT_ALPHA,
     geometry: Geometry | None = None,
     device: int | str | None = None,
     record_levels: bool = False,
@@ -58,11 +59,11 @@ def make_engine(
     if where == "cpu":
         from blest.runtime.cpu import CPUEngine
 
-        return CPUEngine(prepared, spec, eta=eta, beta=beta)
+        return CPUEngine(prepared, spec, eta=eta, beta=beta, alpha=alpha)
     if where == "emulator":
         from blest.runtime.emulated import EmulatedEngine
 
-        return EmulatedEngine(prepared, spec, eta=eta, beta=beta)
+        return EmulatedEngine(prepared, spec, eta=eta, beta=beta, alpha=alpha)
     from blest.runtime.engine import Engine
 
     g = geometry or Geometry()
@@ -71,6 +72,7 @@ def make_engine(
         spec,
         eta=eta,
         beta=beta,
+        alpha=alpha,
         device=int(where),
         block_size=g.block_size,
         blocks_per_sm=g.blocks_per_sm,

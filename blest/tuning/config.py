@@ -3,10 +3,11 @@
 Sections, each a typed record: the cleaned graph (:class:`GraphInfo`: content hash, n, arcs,
 directedness, source path), the preparation (:class:`PreparationInfo`: ordering, W, sigma and
 its statistics and times), the prepared artifact (path relative to the config's directory, and
-its SHA-256), the chosen variant, eta and launch geometry, the GPU it was tuned on
-(:class:`GPUInfo`, or null), ``tuned`` (false when the paper's rules chose without timing), notes,
-and the timing table and held-out report (free-form measurement tables). Reading validates every
-field and names the one that is wrong; writing does not change the object.
+its SHA-256), the chosen variant, its switching constants (eta, beta, alpha; configs of older
+versions lack beta and alpha and load with them off) and launch geometry, the GPU it was tuned
+on (:class:`GPUInfo`, or null), ``tuned`` (false when the paper's rules chose without timing),
+notes, and the timing table and held-out report (free-form measurement tables). Reading
+validates every field and names the one that is wrong; writing does not change the object.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from blest._version import __version__
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_BETA
+from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA
 from blest.errors import ConfigError
 from blest.runtime.protocol import Geometry
 from blest.tuning.files import atomic_write
@@ -329,6 +330,7 @@ class TunedConfig:
     eta: float
     geometry: Geometry = field(default_factory=Geometry)
     beta: float = DEFAULT_BETA  # the return rule (0: off); older configs lack it
+    alpha: float = DEFAULT_ALPHA  # the edge-ratio guard (0: off); older configs lack it
     gpu: GPUInfo | None = None
     tuned: bool = False
     notes: list[str] = field(default_factory=list)
@@ -368,6 +370,7 @@ class TunedConfig:
             "variant_name": self.spec.name,
             "eta": self.eta,
             "beta": self.beta,
+            "alpha": self.alpha,
             "launch_geometry": dataclasses.asdict(self.geometry),
             "gpu": None if self.gpu is None else dataclasses.asdict(self.gpu),
             "notes": list(self.notes),
@@ -407,6 +410,9 @@ class TunedConfig:
         beta = _switching_constant(
             data.get("beta", DEFAULT_BETA), "beta", "a finite number >= 0", finite=True
         )
+        alpha = _switching_constant(
+            data.get("alpha", DEFAULT_ALPHA), "alpha", "a finite number >= 0", finite=True
+        )
         notes = data.get("notes") or []
         if not isinstance(notes, list):
             raise ConfigError("config.notes must be a list")
@@ -419,6 +425,7 @@ class TunedConfig:
             spec=spec,
             eta=eta,
             beta=beta,
+            alpha=alpha,
             geometry=_geometry(data.get("launch_geometry")),
             gpu=GPUInfo.from_dict(data.get("gpu")),
             tuned=top.bool("tuned"),

@@ -24,7 +24,13 @@ class EngineFactory:
         prepared = self.preps[c.ordering].prepared(c.spec.sigma, xp=cupy)  # BVSS built once
         geometry = Geometry(c.block_size, c.blocks_per_sm, None, c.small_queue)
         return make_engine(
-            prepared, c.spec, eta=c.engine_eta, beta=c.engine_beta, geometry=geometry, device="gpu"
+            prepared,
+            c.spec,
+            eta=c.engine_eta,
+            beta=c.engine_beta,
+            alpha=c.engine_alpha,
+            geometry=geometry,
+            device="gpu",
         )
 
     def release(self) -> None:

@@ -78,9 +78,17 @@ def load_tuned(
                 RuntimeWarning,
                 stacklevel=2,
             )
-        return make_engine(prep, cfg.spec, eta=cfg.eta, beta=cfg.beta, device=where)
+        return make_engine(
+            prep, cfg.spec, eta=cfg.eta, beta=cfg.beta, alpha=cfg.alpha, device=where
+        )
     engine = make_engine(
-        prep, cfg.spec, eta=cfg.eta, beta=cfg.beta, geometry=cfg.geometry, device=where
+        prep,
+        cfg.spec,
+        eta=cfg.eta,
+        beta=cfg.beta,
+        alpha=cfg.alpha,
+        geometry=cfg.geometry,
+        device=where,
     )
     if cfg.multi_source is not None and hasattr(engine, "configure_multi_source"):
         from blest.codegen.msspec import MSSpec

@@ -1,13 +1,14 @@
 """The timing harness and the search, independent of how engines are made.
 
 ``make_engine(candidate)`` returns an object with ``bfs(src, out=...)``, ``stats.traversal_ms``,
-writable ``eta`` and ``small_queue`` attributes and ``close()`` (a :class:`blest.Engine`, or a
-fake in tests). Protocol (:mod:`blest.tuning.protocol`): one warm-up traversal per engine, then
-every source ``repeats`` times; traversal time from the engine's CUDA events. Scores are means
-over the sources, the protocol's own statistic: a configuration that costs much more on a few
-sources (a switching rule that misfires on their tails) loses by the mean where a median hides
-it (kron-22 on an H200, session 20: eta 50 and eta 20 both 0.29-0.30 ms by the median of the
-held-out sources, 0.340 and 0.320 ms by the mean).
+writable ``eta``, ``beta``, ``alpha`` and ``small_queue`` attributes and ``close()`` (a
+:class:`blest.Engine`, or a fake in tests). Protocol (:mod:`blest.tuning.protocol`): one
+warm-up traversal per engine, then every source ``repeats`` times; traversal time from the
+engine's CUDA events. Scores are means over the sources, the protocol's own statistic: a
+configuration that costs much more on a few sources (a switching rule that misfires on their
+tails) loses by the mean where a median hides it (kron-22 on an H200, session 20: eta 50 and
+eta 20 both 0.29-0.30 ms by the median of the held-out sources, 0.340 and 0.320 ms by the
+mean).
 
 The search runs in three stages, each within its share of the budget, so that a short budget
 trims every stage a little instead of leaving a whole part of the space untried:
@@ -20,8 +21,8 @@ trims every stage a little instead of leaving a whole part of the space untried:
    sources they all ran.
 2. *refine* (to ``REFINE_SHARE``): the leaders run on every tuning source, then in the other
    launch geometries, then the leaders (by then perhaps in another geometry) get their eta
-   grid, the return rule's beta, the register budget, small-queue thresholds and per-level
-   launch.
+   grid, the return rule's beta, the edge-ratio guard's alpha (at their eta and the largest),
+   the register budget, small-queue thresholds and per-level launch.
 3. *confirm* (the rest): the best configuration of each of the ``CONFIRM_K`` fastest (ordering,
    sigma, geometry) groups (the block launch a group apart), and the leader at the smallest and
    the largest eta that tie with it (``CONFIRM_ETAS``), runs on confirmation sources, drawn
@@ -54,6 +55,7 @@ import numpy as np
 
 from blest.tuning.space import (
     Candidate,
+    alpha_variants,
     beta_variants,
     eta_variants,
     family_of,
@@ -131,6 +133,7 @@ def configure(engine: Any, c: Candidate, default_small_queue: int) -> None:
     """Set the runtime knobs of ``c`` on a live engine."""
     engine.eta = c.engine_eta
     engine.beta = c.engine_beta
+    engine.alpha = c.engine_alpha
     engine.small_queue = default_small_queue if c.small_queue is None else int(c.small_queue)
 
 
@@ -332,8 +335,9 @@ class Search:
 
     def _refine_leaders(self, share: float, extra: Sequence[Candidate] = ()) -> None:
         """``extra`` (default: the leaders) on every tuning source and in the other geometries,
-        then the leaders' eta grid, return rule (beta), register budget, small-queue thresholds
-        and per-level launch (candidates that ran already are skipped: :meth:`time_group`)."""
+        then the leaders' eta grid, return rule (beta), edge-ratio guard (alpha), register
+        budget, small-queue thresholds and per-level launch (candidates that ran already are
+        skipped: :meth:`time_group`)."""
         for c in list(extra) or [t.candidate for t in self.best(self.top_k)]:
             self.time_group([c], "coarse", share)
         # (the leaders again: running on every source may have changed them)
@@ -344,6 +348,8 @@ class Search:
             self.time_group(eta_variants(t.candidate), "eta", share)
         for t in self.best(self.top_k):
             self.time_group(beta_variants(t.candidate), "beta", share)
+        for t in self.best(self.top_k):
+            self.time_group(alpha_variants(t.candidate), "alpha", share)
         for t in self.best(self.top_k):
             self.time_group(register_variants(t.candidate), "registers", share)
         for t in self.best(self.top_k):

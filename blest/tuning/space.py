@@ -4,10 +4,10 @@ The coarse candidates are every persistent variant of the allowed sigmas at eta 
 coarse geometries, for every ordering, and, where the graph's visited bitmap fits in one
 block's shared memory, the block launch (one block of 256, 512 or 1024 threads, and on GPUs
 with thread-block clusters one cluster of 16 blocks of 512); refinement adds, on the best few,
-the other geometries (persistent variants), the eta grid and the return rule's beta
-(switching variants), the register budget (eager persistent variants in one block of at most
-512 threads per SM), the small-queue threshold (persistent variants) and the per-level launch
-(:mod:`blest.tuning.search` runs the stages).
+the other geometries (persistent variants), the eta grid, the return rule's beta and the
+edge-ratio guard's alpha (switching variants), the register budget (eager persistent variants
+in one block of at most 512 threads per SM), the small-queue threshold (persistent variants)
+and the per-level launch (:mod:`blest.tuning.search` runs the stages).
 """
 
 from __future__ import annotations
@@ -24,13 +24,16 @@ from blest.codegen.contract import (
     max_block_size,
 )
 from blest.codegen.spec import VariantSpec, variants
-from blest.defaults import DEFAULT_BETA, DEFAULT_ETA, SIGMAS
+from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA, SIGMAS
 from blest.tuning.paper import paper_spec
 
 __all__ = [
     "COARSE_ETA",
     "ETA_GRID",
     "BETA_GRID",
+    "ALPHA_GRID",
+    "BEAMER_ALPHA",
+    "ALPHA_ETA",
     "GEOMETRIES",
     "REFINE_GEOMETRIES",
     "family_of",
@@ -46,6 +49,7 @@ __all__ = [
     "coarse_candidates",
     "eta_variants",
     "beta_variants",
+    "alpha_variants",
     "geometry_variants",
     "register_variants",
     "small_queue_variants",
@@ -61,6 +65,20 @@ COARSE_ETA = DEFAULT_ETA
 #: or more of 4.2M vertices and those top-down wins 3.5K or fewer; on urand-22 top-down wins a
 #: last level of 3-4K (benchmarks/NOTES.md, session 15): n / beta between the two.
 BETA_GRID = (24.0, 100.0, 400.0)
+#: The edge-ratio guard's published value (Beamer's direction-optimizing rule): a level may go
+#: bottom-up only while alpha * m_f > m_u, the in-arcs of the frontier against those of the
+#: vertices not yet visited.
+BEAMER_ALPHA = 14.0
+#: Guard constants tried in refinement: 4 (stricter: bottom-up needs a wider frontier),
+#: Beamer's and 50 (looser). The guard pays where it lets a large eta run without the eta
+#: rule's early mistakes: on kron-22 a few sources put ~100 hubs on level 2, whose VSSs fill
+#: |Q|, and eta 200 sends that level bottom-up to scan nearly the whole in-CSR (3.48 ms against
+#: 0.30 top-down; benchmarks/NOTES.md), while the guard keeps it top-down (m_f 0.78M arcs, m_u
+#: 128M). Hence :func:`alpha_variants` tries it mostly at :data:`ALPHA_ETA`, where the eta rule
+#: alone misfires most.
+ALPHA_GRID = (4.0, BEAMER_ALPHA, 50.0)
+#: The eta the guard is tried at besides the leader's own: the largest of the grid.
+ALPHA_ETA = max(ETA_GRID)
 #: (threads per block, blocks per SM or None for what the occupancy API allows)
 GEOMETRIES: tuple[tuple[int, int | None], ...] = ((256, None), (1024, 1))
 #: Geometries the refinement tries on the leaders: one block of 128 to 512 threads per SM. On
@@ -87,7 +105,8 @@ SMALL_QUEUES = (32, 128)
 @dataclass(frozen=True)
 class Candidate:
     """One timed configuration. ``eta`` is None for variants without switching, ``beta`` None
-    for the return rule off and ``small_queue`` None for the engine's default."""
+    for the return rule off, ``alpha`` None for the edge-ratio guard off and ``small_queue``
+    None for the engine's default."""
 
     ordering: str
     spec: VariantSpec
@@ -96,10 +115,11 @@ class Candidate:
     blocks_per_sm: int | None = None
     small_queue: int | None = None
     beta: float | None = None
+    alpha: float | None = None
 
     @property
     def engine_key(self) -> tuple[Any, ...]:
-        """What needs a fresh engine; eta, beta and small_queue are set on a live one."""
+        """What needs a fresh engine; eta, beta, alpha and small_queue are set on a live one."""
         return (self.ordering, self.spec, self.block_size, self.blocks_per_sm)
 
     @property
@@ -111,12 +131,18 @@ class Candidate:
         return DEFAULT_BETA if self.beta is None else float(self.beta)
 
     @property
+    def engine_alpha(self) -> float:
+        return DEFAULT_ALPHA if self.alpha is None else float(self.alpha)
+
+    @property
     def label(self) -> str:
         parts = [f"{self.ordering}/{self.spec.name}"]
         if self.spec.switching:
             parts.append(f"eta={self.eta:g}" if self.eta else "eta=off")
             if self.beta:
                 parts.append(f"beta={self.beta:g}")
+            if self.alpha:
+                parts.append(f"alpha={self.alpha:g}")
         bps = "occ" if self.blocks_per_sm is None else str(self.blocks_per_sm)
         parts.append(f"{self.block_size}x{bps}")
         if self.small_queue is not None:
@@ -133,6 +159,7 @@ class Candidate:
             "blocks_per_sm": self.blocks_per_sm,
             "small_queue": self.small_queue,
             "beta": self.beta,
+            "alpha": self.alpha,
         }
 
     @classmethod
@@ -145,6 +172,7 @@ class Candidate:
             blocks_per_sm=d.get("blocks_per_sm"),
             small_queue=d.get("small_queue"),
             beta=None if d.get("beta") is None else float(d["beta"]),
+            alpha=None if d.get("alpha") is None else float(d["alpha"]),
         )
 
 
@@ -258,6 +286,21 @@ def beta_variants(c: Candidate) -> list[Candidate]:
     return [replace(c, beta=b) for b in (None, *BETA_GRID) if b != c.beta]
 
 
+def alpha_variants(c: Candidate) -> list[Candidate]:
+    """The edge-ratio guard for a switching candidate (none otherwise): :data:`BEAMER_ALPHA` at
+    its own eta (unless eta is off: no level goes bottom-up to guard) and at :data:`ALPHA_ETA`,
+    and the rest of :data:`ALPHA_GRID` at :data:`ALPHA_ETA`; the candidate itself left out, its
+    other knobs kept. The guard is what makes a large eta safe, so that is where it is tried.
+    Nothing for the per-level launch, which has no grid barrier to count the arcs at."""
+    if not c.spec.switching or c.spec.launch != "persistent":
+        return []
+    pairs = [(BEAMER_ALPHA, c.eta)] if c.eta else []
+    pairs += [(BEAMER_ALPHA, ALPHA_ETA)]
+    pairs += [(a, ALPHA_ETA) for a in ALPHA_GRID if a != BEAMER_ALPHA]
+    out = [replace(c, alpha=a, eta=e) for a, e in dict.fromkeys(pairs)]
+    return [v for v in out if v != c]
+
+
 def geometry_variants(c: Candidate) -> list[Candidate]:
     """The same persistent candidate in every other geometry of :data:`GEOMETRIES` and
     :data:`REFINE_GEOMETRIES` (none for other launches: the block launch has its own sizes,
@@ -295,12 +338,12 @@ def small_queue_variants(c: Candidate) -> list[Candidate]:
 
 def per_level_variant(c: Candidate) -> Candidate | None:
     """The same candidate with one launch per level (small_queue does not apply); None for the
-    per-level and block launches, and for expand="csr", the resident queue and the larger
-    register budget (persistent only)."""
+    per-level and block launches, and for expand="csr", the resident queue, the larger
+    register budget and the edge-ratio guard (persistent only)."""
     spec = c.spec
     if spec.launch != "persistent" or spec.expand == "csr" or spec.queue == "resident":
         return None
-    if spec.registers != 64:
+    if spec.registers != 64 or c.alpha:
         return None
     return replace(c, spec=replace(c.spec, launch="per_level"), small_queue=None)
 

@@ -37,6 +37,7 @@ def summary_lines(cfg: TunedConfig) -> list[str]:
         f"variant    {cfg.spec.name}"
         + (f"  eta={cfg.eta:g}" if cfg.spec.switching else "")
         + (f"  beta={cfg.beta:g}" if cfg.spec.switching and cfg.beta else "")
+        + (f"  alpha={cfg.alpha:g}" if cfg.spec.switching and cfg.alpha else "")
         + f"  [{_geometry(cfg)}]",
     ]
     if cfg.tuned:

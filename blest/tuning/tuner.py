@@ -379,6 +379,7 @@ def _tune_gpu(
             spec=c.spec,
             eta=c.engine_eta,
             beta=c.engine_beta,
+            alpha=c.engine_alpha,
             geometry=Geometry(c.block_size, c.blocks_per_sm, None, c.small_queue),
             gpu=GPUInfo(gpu_name, f"{arch[3:-1]}.{arch[-1]}", arch),
             tuned=True,
