@@ -320,8 +320,8 @@ def _bfs_parser(sub: Any) -> None:
         "--alpha",
         type=switching_constant("alpha"),
         help="graph files only: a level may go bottom-up only while alpha times the frontier's "
-        f"in-arcs exceed the unvisited vertices' in-arcs (default {DEFAULT_ALPHA:g}: off; "
-        "Beamer's value: 14)",
+        f"in-arcs exceed the unvisited vertices' in-arcs (persistent variants; default "
+        f"{DEFAULT_ALPHA:g}: off; Beamer's value: 14)",
     )
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     spec_args(b)
