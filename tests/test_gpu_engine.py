@@ -121,6 +121,24 @@ def test_level_states_match_emulator(zoo, spec):
 SWITCHING = [s for s in STATEFUL if s.switching]
 
 
+def _directions_against_emulator(eng, rng, name, graph, bvss, rule: str) -> int:
+    """Three sources on ``eng`` at its eta, beta and alpha, timed and untimed calls: the levels
+    (into a poisoned array) against SciPy, the bottom-up levels against the emulator's; returns
+    how often turning ``rule`` ("beta" or "alpha") off would change the directions."""
+    spec, changed = eng.spec, 0
+    rules = {"eta": eng.eta, "beta": eng.beta, "alpha": eng.alpha}
+    for i, src in enumerate(sources(rng, graph, 3)):
+        eng.timing = i % 2 == 1
+        ctx = f"{spec.name} {name} src={src} {rules} sq={eng.small_queue}"
+        out = np.full(graph.n, POISON, dtype=np.int32)
+        np.testing.assert_array_equal(eng.bfs(src, out=out), bfs_levels(graph, src), err_msg=ctx)
+        ref = emulate_spec(bvss, graph, src, spec, **rules)
+        assert eng.stats.bottom_up_levels == ref.bottom_up_levels, ctx
+        plain = emulate_spec(bvss, graph, src, spec, **{**rules, rule: 0.0})
+        changed += plain.bottom_up_levels != ref.bottom_up_levels
+    return changed
+
+
 @pytest.mark.parametrize("spec", SWITCHING, ids=lambda s: s.name)
 def test_return_rule_matches_emulator(zoo, spec):
     """beta > 0 (after a bottom-up level, bottom-up while |F_L| * beta >= n): the levels against
@@ -135,17 +153,7 @@ def test_return_rule_matches_emulator(zoo, spec):
         for eta, beta in ((1e9, float(rng.choice([2.0, 8.0]))), (4.0, 40.0), (1e9, 1e9)):
             small = int(rng.choice([0, 16]))
             with _engine(graph, spec, eta=eta, beta=beta, bvss=bvss, small_queue=small) as eng:
-                for i, src in enumerate(sources(rng, graph, 3)):
-                    eng.timing = i % 2 == 1
-                    ctx = f"{spec.name} {name} src={src} eta={eta} beta={beta} sq={small}"
-                    out = np.full(graph.n, POISON, dtype=np.int32)
-                    np.testing.assert_array_equal(
-                        eng.bfs(src, out=out), bfs_levels(graph, src), err_msg=ctx
-                    )
-                    ref = emulate_spec(bvss, graph, src, spec, eta=eta, beta=beta)
-                    assert eng.stats.bottom_up_levels == ref.bottom_up_levels, ctx
-                    plain = emulate_spec(bvss, graph, src, spec, eta=eta)
-                    changed += plain.bottom_up_levels != ref.bottom_up_levels
+                changed += _directions_against_emulator(eng, rng, name, graph, bvss, "beta")
     assert changed > 0
 
 
@@ -170,17 +178,7 @@ def test_edge_ratio_guard_matches_emulator(zoo, spec):
         with _engine(graph, spec, eta=1e9, bvss=bvss, small_queue=small) as eng:
             for eta, alpha, beta in ((1e9, 2.0, 0.0), (1e9, 0.5, 0.0), (20.0, 14.0, 40.0)):
                 eng.eta, eng.alpha, eng.beta = eta, alpha, beta
-                for i, src in enumerate(sources(rng, graph, 3)):
-                    eng.timing = i % 2 == 1
-                    ctx = f"{spec.name} {name} src={src} eta={eta} alpha={alpha} sq={small}"
-                    out = np.full(graph.n, POISON, dtype=np.int32)
-                    np.testing.assert_array_equal(
-                        eng.bfs(src, out=out), bfs_levels(graph, src), err_msg=ctx
-                    )
-                    ref = emulate_spec(bvss, graph, src, spec, eta=eta, beta=beta, alpha=alpha)
-                    assert eng.stats.bottom_up_levels == ref.bottom_up_levels, ctx
-                    plain = emulate_spec(bvss, graph, src, spec, eta=eta, beta=beta)
-                    changed += plain.bottom_up_levels != ref.bottom_up_levels
+                changed += _directions_against_emulator(eng, rng, name, graph, bvss, "alpha")
     assert changed > 0
 
 

@@ -252,12 +252,10 @@ def test_csr_hubs_match_scipy(programs, rng, spec, directed):
 SWITCHING = [s for s in SPECS if s.switching]
 
 
-@pytest.mark.parametrize("spec", SWITCHING, ids=lambda s: s.name)
-def test_return_rule_directions_match_emulator(programs, rng, spec):
-    """beta > 0: after a bottom-up level the next stays bottom-up while |F_L| * beta >= n.
-    The levels' directions (``bottom_up_levels``) against the emulator's, for the plain and
-    the one-launch call, in the grid and in small-queue episodes; the return rule must change
-    the directions somewhere, or this test would not see it."""
+def _directions_against_emulator(programs, rng, spec, settings, rule: str) -> int:
+    """For every small-zoo graph and each (eta, beta, alpha, small_queue, fused) setting: the
+    levels against SciPy and the bottom-up levels against the emulator's; returns how often
+    the setting's ``rule`` ("beta" or "alpha"), turned off, would change the directions."""
     changed = 0
     for name, graph in small_zoo(rng, 360).items():
         prep = Prepared.from_graph(graph, spec.sigma)
@@ -265,20 +263,31 @@ def test_return_rule_directions_match_emulator(programs, rng, spec):
         want = bfs_levels(graph, src)
         order = np.asarray(prep.permutation.new_of_old) if prep.permutation is not None else None
         internal = src if order is None else int(order[src])
-        for eta, beta, small, fused in ((1e9, 4.0, 0, False), (2.0, 40.0, 16, True),
-                                        (1e9, 1e9, 0, True), (4.0, 0.0, 0, False)):  # fmt: skip
+        depth = int(want.max())
+        for eta, beta, alpha, small, fused in settings:
             exe = programs[spec, "fused"] if fused else programs[spec]
-            out = _run_traversal(exe, spec, prep, internal, eta, small, fused, beta)
-            ctx = f"{name} eta={eta} beta={beta} sq={small} fused={fused}"
+            out = _run_traversal(exe, spec, prep, internal, eta, small, fused, beta, alpha=alpha)
+            ctx = f"{name} eta={eta} beta={beta} alpha={alpha} sq={small} fused={fused}"
             got = out["levels"] if order is None else out["levels"][order]
             np.testing.assert_array_equal(got, want, err_msg=ctx)
-            depth = int(want.max())
             bits = np.unpackbits(out["bottom_up_levels"].view(np.uint8), bitorder="little")
-            ref = emulate_spec(prep.bvss, prep.graph, internal, spec, eta=eta, beta=beta)
+            rules = {"eta": eta, "beta": beta, "alpha": alpha}
+            ref = emulate_spec(prep.bvss, prep.graph, internal, spec, **rules)
             assert tuple(np.flatnonzero(bits[: depth + 1])) == ref.bottom_up_levels, ctx
-            plain = emulate_spec(prep.bvss, prep.graph, internal, spec, eta=eta)
+            plain = emulate_spec(prep.bvss, prep.graph, internal, spec, **{**rules, rule: 0.0})
             changed += plain.bottom_up_levels != ref.bottom_up_levels
-    assert changed > 0
+    return changed
+
+
+@pytest.mark.parametrize("spec", SWITCHING, ids=lambda s: s.name)
+def test_return_rule_directions_match_emulator(programs, rng, spec):
+    """beta > 0: after a bottom-up level the next stays bottom-up while |F_L| * beta >= n.
+    The levels' directions (``bottom_up_levels``) against the emulator's, for the plain and
+    the one-launch call, in the grid and in small-queue episodes; the return rule must change
+    the directions somewhere, or this test would not see it."""
+    settings = ((1e9, 4.0, 0.0, 0, False), (2.0, 40.0, 0.0, 16, True),
+                (1e9, 1e9, 0.0, 0, True), (4.0, 0.0, 0.0, 0, False))  # fmt: skip
+    assert _directions_against_emulator(programs, rng, spec, settings, "beta") > 0
 
 
 @pytest.mark.parametrize("spec", SWITCHING, ids=lambda s: s.name)
@@ -288,28 +297,6 @@ def test_edge_ratio_guard_directions_match_emulator(programs, rng, spec):
     small-queue episodes, with beta). The guard's sums are counted on demand, at the levels
     that eta's rule sends bottom-up; a wrong sum shows as a wrong direction. The guard must
     change the directions somewhere."""
-    changed = 0
-    for name, graph in small_zoo(rng, 360).items():
-        prep = Prepared.from_graph(graph, spec.sigma)
-        src = int(rng.choice(np.flatnonzero(graph.out_degree > 0)))
-        want = bfs_levels(graph, src)
-        order = np.asarray(prep.permutation.new_of_old) if prep.permutation is not None else None
-        internal = src if order is None else int(order[src])
-        depth = int(want.max())
-        for eta, alpha, beta, small, fused in ((1e9, 2.0, 0.0, 0, False),
-                                               (1e9, 0.5, 0.0, 16, True),
-                                               (20.0, 14.0, 40.0, 0, True),
-                                               (1e9, 1e9, 0.0, 0, False)):  # fmt: skip
-            exe = programs[spec, "fused"] if fused else programs[spec]
-            out = _run_traversal(exe, spec, prep, internal, eta, small, fused, beta, alpha=alpha)
-            ctx = f"{name} eta={eta} alpha={alpha} beta={beta} sq={small} fused={fused}"
-            got = out["levels"] if order is None else out["levels"][order]
-            np.testing.assert_array_equal(got, want, err_msg=ctx)
-            bits = np.unpackbits(out["bottom_up_levels"].view(np.uint8), bitorder="little")
-            ref = emulate_spec(
-                prep.bvss, prep.graph, internal, spec, eta=eta, beta=beta, alpha=alpha
-            )
-            assert tuple(np.flatnonzero(bits[: depth + 1])) == ref.bottom_up_levels, ctx
-            plain = emulate_spec(prep.bvss, prep.graph, internal, spec, eta=eta, beta=beta)
-            changed += plain.bottom_up_levels != ref.bottom_up_levels
-    assert changed > 0
+    settings = ((1e9, 0.0, 2.0, 0, False), (1e9, 0.0, 0.5, 16, True),
+                (20.0, 40.0, 14.0, 0, True), (1e9, 0.0, 1e9, 0, False))  # fmt: skip
+    assert _directions_against_emulator(programs, rng, spec, settings, "alpha") > 0
