@@ -68,6 +68,18 @@ def test_bad_alpha_is_refused_by_name(config, tmp_path, bad):
             TunedConfig.read(p)
 
 
+def test_alpha_on_a_per_level_variant_is_refused(config):
+    """The per-level launch has no grid barrier to count the guard's sums at: a config that
+    pairs the two is refused when read, not at the first call."""
+    _, data = config
+    data["alpha"] = 14.0
+    data["variant"] = VariantSpec(sigma=8, launch="per_level").to_dict()
+    with pytest.raises(ConfigError, match="alpha > 0 needs a persistent variant"):
+        TunedConfig.from_dict(data)
+    data["alpha"] = 0.0
+    assert TunedConfig.from_dict(data).spec.launch == "per_level"
+
+
 def _variant_line(cfg: TunedConfig) -> str:
     return next(x for x in summary_lines(cfg) if x.startswith("variant"))
 
