@@ -204,3 +204,22 @@ def test_cpu_engines_take_the_csr_variant(rng):
             with make_engine(prep, VariantSpec.csr(8), eta=eta, device=device) as eng:
                 np.testing.assert_array_equal(eng.bfs(src), bfs_levels(g, src), device)
                 assert eng.spec.name == "s8_lazy_csr_switch_pers"
+
+
+def test_cpu_engines_take_the_guard_as_the_kernels_do(rng):
+    """alpha on the CPU paths: levels as SciPy's on a persistent switching variant, and the
+    per-level launch refused as its GPU engine refuses it (no barrier to count the sums at)."""
+    from blest import VariantSpec
+    from blest.errors import ArgumentError
+    from blest.graph.prepared import Prepared
+    from blest.runtime import make_engine
+
+    g = GRAPH_CLASSES["power_law"](rng, 400)
+    prep = Prepared.from_graph(g, 8)
+    src = pick_source(rng, g)
+    for device in ("cpu", "emulator"):
+        with make_engine(prep, VariantSpec(sigma=8), eta=1e9, alpha=14.0, device=device) as eng:
+            np.testing.assert_array_equal(eng.bfs(src), bfs_levels(g, src), device)
+        per_level = VariantSpec(sigma=8, launch="per_level")
+        with pytest.raises(ArgumentError, match="needs a persistent variant"):
+            make_engine(prep, per_level, alpha=14.0, device=device)

@@ -168,6 +168,7 @@ def test_blest_bad_graphs_and_configs(files, capsys):
         (["info", str(d / "absent.blest.json")], "no such tuned config"),
         (["bfs", g, "60"], "out of range"),
         (["bfs", g, "-1"], "out of range"),
+        (["bfs", g, "0", "--alpha", "14", "--launch", "per_level"], "needs a persistent variant"),
         (["bfs", str(d / "broken.blest.json"), "0"], "not valid JSON"),
         (["bench", str(d / "absent.blest.json")], "no such tuned config"),
         (["bench", str(d / "garbage.mtx")], "garbage.mtx"),

@@ -166,7 +166,10 @@ def test_edge_ratio_guard_matches_emulator(zoo, spec):
     per-level launch refuses it (no grid barrier to count the frontier's arcs at)."""
     rng, graphs = zoo
     if spec.launch == "per_level":
-        with _engine(graphs["hubs"], spec, alpha=14.0) as eng:
+        with pytest.raises(ArgumentError, match="persistent"):
+            _engine(graphs["hubs"], spec, alpha=14.0)
+        with _engine(graphs["hubs"], spec) as eng:  # set on a live engine: refused at the call
+            eng.alpha = 14.0
             with pytest.raises(ArgumentError, match="persistent"):
                 eng.bfs(0)
         return

@@ -66,6 +66,8 @@ class EngineBase:
             raise ArgumentError(f"beta must be >= 0 (0: off, inf allowed), got {beta}")
         if not alpha >= 0:
             raise ArgumentError(f"alpha must be >= 0 (0: off, inf allowed), got {alpha}")
+        if alpha and self.spec.launch == "per_level":  # as its kernels: no barrier to count at
+            raise ArgumentError(f"alpha > 0 needs a persistent variant, not {self.spec.name}")
         self.prepared = prepared
         self.graph = prepared.graph
         self.n = prepared.n

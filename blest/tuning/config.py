@@ -413,7 +413,7 @@ class TunedConfig:
         alpha = _switching_constant(
             data.get("alpha", DEFAULT_ALPHA), "alpha", "a finite number >= 0", finite=True
         )
-        if alpha and spec.launch != "persistent":
+        if alpha and spec.launch == "per_level":
             raise ConfigError(f"alpha > 0 needs a persistent variant, not {spec.name}")
         notes = data.get("notes") or []
         if not isinstance(notes, list):
