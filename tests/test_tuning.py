@@ -32,6 +32,7 @@ from blest.tuning.prepare import (
     OrderingUnavailable,
     prepare,
     prepare_with_fallback,
+    upload_all,
 )
 from blest.tuning.search import NOISE, Search, relative
 from blest.tuning.space import (
@@ -376,6 +377,37 @@ def test_orderings_by_name(rng):
     assert prep.bvss(8).sigma == 8 and "bvss_sigma8" in prep.seconds
     prep, notes = prepare_with_fallback(g, "bogus", 8)
     assert prep.ordering == "rcm" and "bogus" in notes[0]
+
+
+def test_upload_all_builds_every_pair_and_leaves_the_rest_when_memory_runs_out():
+    class OutOfMemory(Exception):
+        pass
+
+    xp = types.SimpleNamespace(cuda=types.SimpleNamespace(memory=types.SimpleNamespace(
+        OutOfMemoryError=OutOfMemory)))  # fmt: skip
+    built: list[tuple[str, int]] = []
+
+    class Prep:
+        def __init__(self, name: str, fails_at: int | None = None) -> None:
+            self.name, self.fails_at = name, fails_at
+
+        def prepared(self, sigma: int, xp: object = None) -> None:
+            if sigma == self.fails_at:
+                raise OutOfMemory("out of memory allocating 1,073,741,824 bytes\nmore")
+            built.append((self.name, sigma))
+
+    notes: list[str] = []
+    said: list[str] = []
+    upload_all({"rcm": Prep("rcm"), "natural": Prep("natural")}, (4, 8), xp, notes, said.append)
+    assert built == [("rcm", 4), ("rcm", 8), ("natural", 4), ("natural", 8)] and not notes
+    assert said == ["BVSS rcm sigma=4", "BVSS rcm sigma=8", "BVSS natural sigma=4",
+                    "BVSS natural sigma=8"]  # fmt: skip
+    built.clear()
+    upload_all({"rcm": Prep("rcm", fails_at=8), "natural": Prep("natural")}, (4, 8, 16), xp,
+               notes, said.append)  # fmt: skip
+    assert built == [("rcm", 4)]  # the search builds the rest on demand
+    assert notes == ["BVSS built on demand during the search (out of memory allocating "
+                     "1,073,741,824 bytes)"]  # fmt: skip
 
 
 def test_split_sources(rng):

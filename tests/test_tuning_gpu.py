@@ -97,3 +97,37 @@ def test_closeness_workload_tunes_and_loads(tmp_path, rng):
     eng.close()
     want = closeness(g, device="cpu")
     assert got.tobytes() == want.tobytes()
+
+
+def test_engines_share_a_preparations_device_arrays(rng):
+    """The tuner's engines read one device copy of each ordering's in-CSR and BVSS (uploaded
+    once, before the search) and still answer as SciPy does, also after others closed."""
+    import cupy
+
+    from blest.codegen.spec import variants
+    from blest.tuning.gpu import EngineFactory
+    from blest.tuning.prepare import prepare, upload_all
+    from blest.tuning.space import Candidate
+
+    g = make_directed(rng, 2000)
+    preps = {"rcm": prepare(g, "rcm", 8)}
+    notes: list[str] = []
+    upload_all(preps, (8, 16), cupy, notes, lambda msg: None)
+    assert not notes
+    shared = preps["rcm"].prepared(8, xp=cupy)
+    factory = EngineFactory(preps)
+    names = ("s8_lazy_vss_switch_pers", "s16_lazy_csr_switch_pers", "s8_eager_vss_pers")
+    specs = [s for s in variants(launch="persistent") if s.name in names]
+    assert len(specs) == len(names)
+    active = np.flatnonzero(g.out_degree > 0)
+    sources = [int(s) for s in rng.choice(active, 3, replace=False)]
+    for spec in specs * 2:  # each engine made after the previous one closed
+        with factory(Candidate("rcm", spec, 10.0 if spec.switching else None)) as eng:
+            if spec.switching:
+                assert eng._arrays["in_ptr"].data.ptr == shared.in_ptr.data.ptr
+                assert eng._arrays["in_idx"].data.ptr == shared.in_idx.data.ptr
+            for s in sources:
+                poisoned = cupy.full(g.n, 12345, dtype=cupy.int32)
+                assert np.array_equal(eng.bfs(s, out=poisoned).get(), bfs_levels(g, s))
+    factory.release()
+    assert preps["rcm"]._device_in_csr is None

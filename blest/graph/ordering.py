@@ -14,6 +14,7 @@ which packs columns with common out-neighbours into slice sets on scale-free-lik
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -51,8 +52,10 @@ class Permutation:
             raise ArgumentError("old_of_new is not a permutation")
         return cls(new_of_old, old_of_new, name)
 
-    @property
+    @cached_property
     def is_identity(self) -> bool:
+        """Whether every vertex keeps its id (computed once: engines ask at construction, and
+        on 4M vertices the comparison costs 20-30 ms)."""
         return bool(np.array_equal(self.old_of_new, np.arange(self.old_of_new.size)))
 
 

@@ -44,8 +44,9 @@ class EngineProbes:
         with self._cp.cuda.Device(self._device_id):
             ms = np.nan if start is None else self._cp.cuda.get_elapsed_time(start, stop)
             bottom_up: tuple[int, ...] = ()
-            if self.spec.switching:
-                bits = self._state["bottom_up_levels"].get()
+            if self.spec.switching:  # a bit per level: the words of the levels run, not all n/32
+                words = (int(ctl[CTL["levels_run"]]) + 31) // 32
+                bits = self._state["bottom_up_levels"][: max(words, 1)].get()
                 flat = np.unpackbits(bits.view(np.uint8), bitorder="little")
                 bottom_up = tuple(int(x) for x in np.flatnonzero(flat))
         return BFSStats(

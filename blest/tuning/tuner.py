@@ -43,6 +43,7 @@ from blest.tuning.prepare import (
     default_ordering,
     prepare,
     prepare_with_fallback,
+    upload_all,
 )
 from blest.tuning.protocol import timing_sources
 from blest.tuning.publish import write_tuned
@@ -335,6 +336,7 @@ def _tune_gpu(
             if block_fits(graph.n, smem_limit, cluster):
                 specs += block_specs(sigmas, (cluster,))
         compiled, compile_s = _compile_check(specs, arch, notes, progress)
+        upload_all(preps, sigmas, cupy, notes, progress)
         paper = _paper_baseline(factory, default, u8, tuning, progress)
         search = Search(
             factory,
