@@ -3,6 +3,7 @@ oracle on the 64 held-out sources, with preparation and tuning times (one device
 
     python3 benchmarks/tune_anchors.py --budget 60 --out /tmp/tuned
     python3 benchmarks/tune_anchors.py luxembourg_osm musae_facebook --budget 20
+    python3 benchmarks/tune_anchors.py kron-23 urand-23 --budget 20 --ordering natural jaccard
 
 Graphs come from benchmarks/graphs.py (generated ones cached under /tmp/blest-graphs) and are
 written once as blest .npz files, then tuned with ``blest-tune`` exactly as a user would. On a
@@ -28,13 +29,16 @@ from blest.cli import tune_main  # noqa: E402
 from blest.graph.io import save_graph  # noqa: E402
 
 
-def tune_one(name: str, out: Path, budget: float, work: Path) -> dict:
+def tune_one(
+    name: str, out: Path, budget: float, work: Path, orderings: list[str] | None = None
+) -> dict:
     graph_file = work / f"{name}.npz"
     if not graph_file.exists():
         save_graph(anchor_graph(name), graph_file)
     config = work / f"{name}.blest.json"
     t0 = time.perf_counter()
-    status = tune_main([str(graph_file), "-o", str(config), "--budget", str(budget), "--quiet"])
+    argv = [str(graph_file), "-o", str(config), "--budget", str(budget), "--quiet"]
+    status = tune_main(argv + (["--ordering", *orderings] if orderings else []))
     wall = time.perf_counter() - t0
     if status:
         raise SystemExit(f"blest-tune failed on {name} (exit {status})")
@@ -92,13 +96,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=60.0)
     ap.add_argument("--out", default="/tmp/blest-tuned", help="the table and the configs")
     ap.add_argument("--work", default="/tmp/blest-tune-work", help="graphs and artifacts")
+    ap.add_argument("--ordering", nargs="+", default=None, help="blest-tune's --ordering")
     args = ap.parse_args(argv)
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in args.graphs:
-        rows.append(tune_one(name, out, args.budget, work))
+        rows.append(tune_one(name, out, args.budget, work, args.ordering))
         (out / "tune_anchors.json").write_text(json.dumps(rows, indent=1))
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "notes"}), flush=True)
     print(
