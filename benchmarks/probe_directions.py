@@ -44,12 +44,13 @@ def main() -> None:
     ap.add_argument("--eta", type=float, default=10.0)
     ap.add_argument("--beta", type=float, default=0.0, help="the return rule beside eta")
     ap.add_argument("--alpha", type=float, default=0.0, help="the edge-ratio guard beside eta")
+    ap.add_argument("--ordering", default=None, help="natural, rcm or jaccard (default: the C++'s)")
     ap.add_argument(
         "--source-ids", default="", help="comma-separated graph ids, not the protocol sources"
     )
     args = ap.parse_args()
     for name in args.graphs.split(","):
-        b = Bench.load(name, 8)
+        b = Bench.load(name, 8, args.ordering)
         if args.source_ids:
             b.sources = np.array([int(s) for s in args.source_ids.split(",")], dtype=np.int64)
             args.sources = len(b.sources)

@@ -24,6 +24,10 @@ import blest.runtime.engine as ENGINE
 RENDER = sys.modules["blest.codegen.render"]
 
 _RES_CHECK = "const bool check_visited = 32ull * top.fresh >= (unsigned long long)(u32)g.n;"
+_BU_PROBE = "f_word[j][k] = u[j][k] >= 0 ? lv.f_cur[u[j][k] >> 5] : 0u;"  # (since session 22)
+_BU_PROBE_L2 = "f_word[j][k] = u[j][k] >= 0 ? __ldcg(lv.f_cur + (u[j][k] >> 5)) : 0u;"
+_BU_ARC = "__ldg(g.in_idx + e[j] + k)"
+_TD_SEEN = "seen[k] = __ldcg(st.visited + (head[k] >> 5));"
 PATCHES: dict[str, list[tuple[str, str]]] = {
     "base": [],
     "nofilter": [("if (head[k] >= 0 && check_visited) {", "if (head[k] >= 0 && false) {")],
@@ -35,6 +39,11 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "bu_arcs2": [("#define BOTTOM_UP_ARCS 1", "#define BOTTOM_UP_ARCS 2")],
     "bu_arcs4": [("#define BOTTOM_UP_ARCS 1", "#define BOTTOM_UP_ARCS 4")],
     "bu_arcs8": [("#define BOTTOM_UP_ARCS 1", "#define BOTTOM_UP_ARCS 8")],
+    # the bottom-up step's F_L probes in L2 only (before session 22), and its in-arcs streamed
+    "bu_f_l2": [(_BU_PROBE, _BU_PROBE_L2)],
+    "bu_idx_cs": [(_BU_ARC, _BU_ARC.replace("__ldg", "__ldcs"))],
+    # the CUDA-core top-down's visited filter through L1 (visited does not change in stage 1)
+    "td_seen_l1": [(_TD_SEEN, "seen[k] = st.visited[head[k] >> 5];")],
     "bu_words2": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 2")],
     "bu_words8": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 8")],
     "deliver1": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 1")],
@@ -121,12 +130,14 @@ def main() -> None:
     ap.add_argument("variants")
     ap.add_argument("patches", nargs="?", default=",".join(PATCHES))
     ap.add_argument("--geometry", default="1024:1:0", help="BLOCK:BLOCKS_PER_SM:SMALL_QUEUE")
+    ap.add_argument("--eta", type=float, default=10.0)
+    ap.add_argument("--ordering", default=None, help="natural, rcm or jaccard (default: the C++'s)")
     args = ap.parse_args()
     geometry = tuple(int(x) for x in args.geometry.split(":"))
     original = RENDER.render
     specs = [_by_name(n) for n in args.variants.split(",")]
     for name in args.graphs.split(","):
-        b = Bench.load(name, 64)
+        b = Bench.load(name, 64, args.ordering)
         for key in args.patches.split(","):
             # The engine binds ``render`` at import: patch its name too (before session 13 only
             # the module's was patched, so the engine compiled the unpatched source).
@@ -134,13 +145,13 @@ def main() -> None:
             if PATCHES[key] and PATCHES[key][0][1] not in ENGINE.render(specs[0]):
                 raise SystemExit(f"patch {key!r} did not reach the engine's source")
             print(f"-- {key}", flush=True)
-            for row in time_variants(b, specs, 10.0, [geometry]):
+            for row in time_variants(b, specs, args.eta, [geometry]):
                 print(
                     f"   {row['variant']}: traversal {1e3 * row['traversal_ms']:.2f} us,"
                     f" whole {1e3 * row['whole_call_ms']:.2f} us",
                     flush=True,
                 )
-            with b.engine(specs[0], 10.0, geometry, record_levels=True) as eng:
+            with b.engine(specs[0], args.eta, geometry, record_levels=True) as eng:
                 print("   " + resources(eng._kernels["bfs"].function))
                 eng.bfs(int(b.sources[0]))
                 eng.bfs(int(b.sources[0]))

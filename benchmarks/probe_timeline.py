@@ -24,12 +24,13 @@ def main() -> None:
     ap.add_argument("variants", help="comma-separated variant names")
     ap.add_argument("--geometry", default="512:1", help="BLOCK:BLOCKS_PER_SM")
     ap.add_argument("--sources", type=int, default=64)
+    ap.add_argument("--ordering", default=None, help="natural, rcm or jaccard (default: the C++'s)")
     ap.add_argument("--show", type=int, default=2, help="sources whose timelines are printed")
     args = ap.parse_args()
     block, per_sm = (int(x) for x in args.geometry.split(":"))
     specs = [_by_name(v) for v in args.variants.split(",")]
     for name in args.graphs.split(","):
-        b = Bench.load(name, args.sources)
+        b = Bench.load(name, args.sources, args.ordering)
         engines = [b.engine(s, 10.0, (block, per_sm, 0)) for s in specs]
         try:
             for eng in engines:

@@ -101,11 +101,11 @@ class Bench:
     _prepared: dict[int, Prepared] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, name: str, n_sources: int) -> Bench:
+    def load(cls, name: str, n_sources: int, ordering: str | None = None) -> Bench:
         t0 = time.perf_counter()
         graph = anchor_graph(name)
         load_s = time.perf_counter() - t0
-        order = ordering_for(name)
+        order = ordering or ordering_for(name)
         t0 = time.perf_counter()
         perm = None
         if order != "natural":
