@@ -42,6 +42,13 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     # the bottom-up step's F_L probes in L2 only (before session 22), and its in-arcs streamed
     "bu_f_l2": [(_BU_PROBE, _BU_PROBE_L2)],
     "bu_idx_cs": [(_BU_ARC, _BU_ARC.replace("__ldg", "__ldcs"))],
+    # the hubs of a finalized word pushed a lane and an atomic at a time (before session 22)
+    "hub_push_lane": [
+        (
+            "        hub_push_warp(g, st, lv.L + 1, w, fresh);  // (rounds are warp-uniform)",
+            "        if (fresh) hub_push(g, st, lv.L + 1, w, fresh);",
+        )
+    ],
     # the CUDA-core top-down's visited filter through L1 (visited does not change in stage 1)
     "td_seen_l1": [(_TD_SEEN, "seen[k] = st.visited[head[k] >> 5];")],
     "bu_words2": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 2")],
