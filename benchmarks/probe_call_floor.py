@@ -287,15 +287,17 @@ def main() -> None:
     ap.add_argument("--eta", type=float, default=10.0)
     ap.add_argument("--sources", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--ordering", default=None, help="natural, jaccard, rcm (default: run.py's)")
+    ap.add_argument("--no-floors", action="store_true", help="skip the launch and poll floors")
     args = ap.parse_args()
     import cupy as cp
 
     from blest.tuning.protocol import warm_up
 
     geometry = tuple(int(x) for x in args.geometry.split(":"))
-    floors_done = False
+    floors_done = args.no_floors
     for name in args.graphs.split(","):
-        bench = Bench.load(name, args.sources)
+        bench = Bench.load(name, args.sources, ordering=args.ordering)
         for variant in args.variants.split(","):
             with bench.engine(_by_name(variant), args.eta, geometry) as eng:
                 warm_up(eng, bench.sources)

@@ -96,6 +96,10 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "res_check_always": [(_RES_CHECK, "const bool check_visited = true;")],
     "res_check_never": [(_RES_CHECK, "const bool check_visited = false;")],
     # the persistent kernel compiled for the block size it runs at (more registers a thread)
+    "const_state": [  # session 23: the driver's State const again, no per-call aim (timing only)
+        ("    State st{", "    const State st{"),
+        ("        if (fused) aim_levels(g, st, own_levels);", "        // no aim"),
+    ],
     "lb512": [("__launch_bounds__(1024) blest_bfs(", "__launch_bounds__(512, 1) blest_bfs(")],
     "lb128": [("__launch_bounds__(1024) blest_bfs(", "__launch_bounds__(128, 1) blest_bfs(")],
     "barrier_watch1": [("#define BARRIER_WATCH_EVERY 64u", "#define BARRIER_WATCH_EVERY 1u")],

@@ -260,10 +260,12 @@ def _host_source(cuda: str) -> str:
 
 def _poster(serve: dict[str, int]) -> list[str]:
     """The host's side of a serving kernel (serve.cu.j2), as a thread beside the launch: posts
-    call k (seed ``serve_seeds[k]``, levels to row k of ``serve_out``, host memory) in the
-    request block after ``ctl_out``'s control words (the tagged DST word, then {SEQ, SEED} in
-    one store), waits for its answer, keeps the answered control block as row k of
-    ``serve_ctl``, then asks the server to end."""
+    call k (seed ``serve_seeds[k]``, levels to row k of ``serve_out``) in the request block
+    after ``ctl_out``'s control words (the tagged DST word, then {SEQ, SEED} in one store),
+    waits for its answer, keeps the answered control block as row k of ``serve_ctl``, then asks
+    the server to end. ``serve_modes[k]`` (optional; 1 for every call without it) says what
+    the row stands for: 1 host memory, 0 device memory (the host bit clear), 2 no destination
+    (DST = 0: the levels stay in the kernel's own buffer)."""
     words, r = serve["ctl_words"], serve
     tag, host_bit, quit_seed = serve["dst_tag_shift"], serve["dst_host_bit"], serve["quit"]
     tag_mask = serve["dst_tag_mask"]
@@ -271,6 +273,7 @@ def _poster(serve: dict[str, int]) -> list[str]:
         '    std::vector<char> buf_serve_seeds = slurp(dir + "/serve_seeds.bin");',
         '    std::vector<char> buf_serve_out = slurp(dir + "/serve_out.bin");',
         '    std::vector<char> buf_serve_ctl = slurp(dir + "/serve_ctl.bin");',
+        '    std::vector<char> buf_serve_modes = slurp(dir + "/serve_modes.bin");',
         "    std::thread poster([&] {",
         "        const int* seeds = (const int*)buf_serve_seeds.data();",
         "        const long long calls = buf_serve_seeds.size() / 4;",
@@ -278,10 +281,13 @@ def _poster(serve: dict[str, int]) -> list[str]:
         f"        unsigned* req = (unsigned*)ctl_out + {words};",
         f"        unsigned long long* head = (unsigned long long*)(req + {r['seq']});",
         "        for (long long k = 1; k <= calls; ++k) {",
-        "            const unsigned long long d = (unsigned long long)"
+        "            const int mode = buf_serve_modes.empty() ? 1"
+        " : ((const int*)buf_serve_modes.data())[k - 1];",
+        "            const unsigned long long d = mode == 2 ? 0ull : (unsigned long long)"
         "((int*)buf_serve_out.data() + (k - 1) * row);",
         "            const unsigned long long word = d"
-        f" | ((unsigned long long)(k & {tag_mask}) << {tag}) | (1ull << {host_bit});",
+        f" | ((unsigned long long)(k & {tag_mask}) << {tag})"
+        f" | ((unsigned long long)(mode == 1) << {host_bit});",
         f"            __atomic_store_n((unsigned long long*)(req + {r['dst']}), word,"
         " __ATOMIC_RELAXED);",
         "            __atomic_store_n(head, (unsigned long long)k |"

@@ -92,11 +92,12 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
 
 def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small: int,
                    fused: int, beta: float, served: np.ndarray | None = None,
-                   alpha: float = 0.0) -> dict:  # fmt: skip
+                   alpha: float = 0.0, modes: np.ndarray | None = None) -> dict:  # fmt: skip
     """Every array of the traversal :func:`traverse` describes, as the kernels left them;
     ``fused=FUSED_SERVE``: the serving kernel answering the calls from ``served`` (seeds) that
     the runner's host thread posts, each call's levels and control block in its row of
-    ``serve_out`` and ``serve_ctl``."""
+    ``serve_out`` and ``serve_ctl``; ``modes``: each call's destination (tests/cuda_cpu.py,
+    ``_poster``: 1 host memory, 0 device memory, 2 none)."""
     b, n = prep.bvss, prep.n
     words = (n + 31) // 32
     arrays = {
@@ -123,6 +124,7 @@ def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float,
         arrays["serve_seeds"] = np.asarray(served, dtype=np.int32)
         arrays["serve_out"] = np.full((len(served), n), 0x5A5A5A5A, dtype=np.int32)
         arrays["serve_ctl"] = np.full((len(served), CTL_WORDS), 99, dtype=np.uint32)
+        arrays["serve_modes"] = None if modes is None else np.asarray(modes, dtype=np.int32)
     elif fused:  # the call slot as the graph's first node leaves it; the rest poisoned
         first, words_ = CALL_SLOT
         arrays["ctl"][first : first + words_] = 0
@@ -191,23 +193,28 @@ def test_one_launch_call_matches_scipy(programs, rng, spec):
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_served_calls_match_scipy(programs, rng, spec):
     """The serving kernel (``fused=FUSED_SERVE``) answers calls that a host thread
-    posts one after the other: each call's levels land in host memory, in that call's row,
-    with its control block copied back before the answer; every state buffer starts poisoned,
-    and the barriers' counts run on from call to call."""
+    posts one after the other: each call's levels land in that call's row, in host memory or
+    (written there by the traversal itself) in device memory, or for the last call in the
+    kernel's own buffer, with its control block copied back before the answer; every state
+    buffer starts poisoned, and the barriers' counts run on from call to call."""
+    modes = [1, 0, 0, 1, 0, 2]  # host, device (twice), host after device, ..., none
     for name, graph in small_zoo(rng, 240).items():
         prep = Prepared.from_graph(graph, spec.sigma)
         starts = np.flatnonzero(graph.out_degree > 0)
-        seeds = rng.choice(starts, size=4)
+        seeds = rng.choice(starts, size=len(modes))
         seeds[2] = seeds[1]  # a repeated call
         out = _run_traversal(programs[spec, "serve"], spec, prep, 0, 2.0, 8, FUSED_SERVE, 0.0,
-                             served=seeds)  # fmt: skip
+                             served=seeds, modes=modes)  # fmt: skip
         for k, src in enumerate(seeds):
             want = bfs_levels(graph, int(src))
             ctx = f"{name} call {k + 1} from {src}"
-            np.testing.assert_array_equal(out["serve_out"][k], want, err_msg=ctx)
+            got = out["levels"] if modes[k] == 2 else out["serve_out"][k]
+            np.testing.assert_array_equal(got, want, err_msg=ctx)
+            if modes[k] == 2:  # nothing reached the row
+                assert np.all(out["serve_out"][k] == 0x5A5A5A5A), ctx
             ctl = out["serve_ctl"][k]
             assert ctl[CTL["call"]] == k + 1 and ctl[CTL["error"]] == 0, ctx
-            assert ctl[CTL["seed"]] == src and ctl[CTL["call_host"]] == 1, ctx
+            assert ctl[CTL["seed"]] == src and ctl[CTL["call_host"]] == (modes[k] == 1), ctx
             assert ctl[CTL["visited"]] == np.count_nonzero(want >= 0), ctx
             assert np.int32(ctl[CTL["depth"]]) == want.max(), ctx
         assert out["ctl_out"][CTL_WORDS + SERVE["answer"]] == len(seeds)

@@ -187,6 +187,8 @@ def _context(spec: VariantSpec) -> dict:
         "const Graph g{" + ", ".join(p.name for p in gp) + "};\n    "
         "const State st{" + ", ".join(p.name for p in sp) + "};"
     )
+    # The persistent driver aims st.levels at each fused call's destination (deliver.cu.j2).
+    unpack_aimed = unpack.replace("const State st", "State st")
     return {
         "spec": spec,
         "sigma": spec.sigma,
@@ -216,6 +218,7 @@ def _context(spec: VariantSpec) -> dict:
         "state_fields": [(p.ctype, p.name, p.doc) for p in sp],
         "params": params,
         "unpack": unpack,
+        "unpack_aimed": unpack_aimed,
         "prefix": KERNEL_PREFIX,
         "cluster_head_words": CLUSTER_HEAD_WORDS,
         "cluster_scan_words": CLUSTER_SCAN_WORDS,
