@@ -27,6 +27,8 @@ _RES_CHECK = "const bool check_visited = 32ull * top.fresh >= (unsigned long lon
 _BU_PROBE = "f_word[j][k] = u[j][k] >= 0 ? lv.f_cur[u[j][k] >> 5] : 0u;"  # (since session 22)
 _BU_PROBE_L2 = "f_word[j][k] = u[j][k] >= 0 ? __ldcg(lv.f_cur + (u[j][k] >> 5)) : 0u;"
 _BU_ARC = "__ldg(g.in_idx + e[j] + k)"
+_PUSH = "    const u32 at = atomicAdd(qsize, (u32)count);"
+_POLL = "if (++polls % BARRIER_WATCH_EVERY != 0u) continue;"
 _TD_SEEN = "seen[k] = __ldcg(st.visited + (head[k] >> 5));"
 PATCHES: dict[str, list[tuple[str, str]]] = {
     "base": [],
@@ -96,6 +98,14 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "res_check_always": [(_RES_CHECK, "const bool check_visited = true;")],
     "res_check_never": [(_RES_CHECK, "const bool check_visited = false;")],
     # the persistent kernel compiled for the block size it runs at (more registers a thread)
+    # session 23: a second, no-return atomic beside each queue push (adding 0 to a word 8 on,
+    # in the same L2 line as |Q_{L+1}|): what contention on that line costs a level
+    "push_dup": [(_PUSH, _PUSH + "\n    atomicAdd(qsize + 8, 0u);")],
+    # session 23: back off between the grid barrier's polls, so that fewer loads queue up at
+    # the count's L2 line beside the arrivals
+    "poll_sleep32": [(_POLL, "__nanosleep(32);\n        " + _POLL)],
+    "poll_sleep128": [(_POLL, "__nanosleep(128);\n        " + _POLL)],
+    "sweep_packed": [("#define SWEEP_SPREAD 1", "#define SWEEP_SPREAD 0")],  # session 23
     "const_state": [  # session 23: the driver's State const again, no per-call aim (timing only)
         ("    State st{", "    const State st{"),
         ("        if (fused) aim_levels(g, st, own_levels);", "        // no aim"),
