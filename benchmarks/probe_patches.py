@@ -106,6 +106,16 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "poll_sleep32": [(_POLL, "__nanosleep(32);\n        " + _POLL)],
     "poll_sleep128": [(_POLL, "__nanosleep(128);\n        " + _POLL)],
     "sweep_packed": [("#define SWEEP_SPREAD 1", "#define SWEEP_SPREAD 0")],  # session 23
+    # session 23: the vss queue's entry i to warp i % 32 of block i / 32 (consecutive entries on
+    # one SM) against block i % G (consecutive entries on consecutive SMs)
+    "queue_across_sms": [
+        (
+            "for (long long i = lv.wk.warp; i < (long long)qsize; i += lv.wk.n_warps) {",
+            "const long long wpb_ = blockDim.x >> 5, nb_ = lv.wk.n_warps / wpb_;\n"
+            "    for (long long i = (lv.wk.warp % wpb_) * nb_ + lv.wk.warp / wpb_;"
+            " i < (long long)qsize; i += lv.wk.n_warps) {",
+        )
+    ],
     "const_state": [  # session 23: the driver's State const again, no per-call aim (timing only)
         ("    State st{", "    const State st{"),
         ("        if (fused) aim_levels(g, st, own_levels);", "        // no aim"),
