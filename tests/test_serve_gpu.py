@@ -162,3 +162,35 @@ def test_unpostable_destinations_run_unserved(zoo, monkeypatch):
             got = _call(eng, int(src), how)
             np.testing.assert_array_equal(got, bfs_levels(graph, int(src)), err_msg=how)
             assert eng._serve_stream is None, how
+
+
+@pytest.mark.parametrize("spec", SERVED, ids=lambda s: s.name)
+def test_device_levels_skip_the_engines_buffer(zoo, spec):
+    """On a graph in its own ids, a call that is one kernel (untimed, or served) and whose
+    levels go to device memory has the traversal write them there: the engine's own level
+    buffer, poisoned first, stays as it was. Calls whose levels go to host memory, or stay in
+    the engine ("view"), then find that buffer holding stale levels and poison, and still
+    return SciPy's levels."""
+    import cupy as cp
+
+    rng, graphs = zoo
+    for name in ("power_law", "disconnected", "directed"):
+        graph = graphs[name]
+        srcs = [int(s) for s in sources(rng, graph, 4)]
+        wants = [bfs_levels(graph, s) for s in srcs]
+        with _engine(graph, spec, timing=False) as eng:
+            own = eng._state["levels"]
+            own.fill(int(POISON))
+            np.testing.assert_array_equal(eng.bfs(srcs[0], out="device").get(), wants[0])
+            with eng.serving():
+                for src, want in zip(srcs[1:], wants[1:], strict=True):
+                    np.testing.assert_array_equal(_call(eng, src, "device"), want)
+                    np.testing.assert_array_equal(_call(eng, src, "cupy"), want)
+            assert eng._serve_stream is None
+            assert bool(cp.all(own == POISON)), f"{name}: a device call wrote the engine's buffer"
+            own[: graph.n // 2] = 7  # stale levels beside the poison
+            with eng.serving():
+                np.testing.assert_array_equal(_call(eng, srcs[1], "pinned"), wants[1])
+                np.testing.assert_array_equal(_call(eng, srcs[2], "view"), wants[2])
+            np.testing.assert_array_equal(eng.bfs(srcs[3], out="view").get(), wants[3])
+            np.testing.assert_array_equal(eng.bfs(srcs[0]), wants[0])
