@@ -6,6 +6,8 @@
 For each graph and variant, back to back over the protocol's sources (``--rounds`` times), in us:
 
 - ``traversal``: the timed engine's ``stats.traversal_ms`` (CUDA events around the traversal);
+- ``whole timed``: ``bfs(src, out="device")`` on the timed engine (init, traversal and deliver
+  pass, three launches of one captured graph), synchronized;
 - ``whole``: ``bfs(src, out="device")`` with timing off, synchronized, as the protocol times it;
 - ``whole served``: the same inside ``with engine.serving()``;
 - ``graph``: the engine's captured call alone (``graph(); stream.synchronize()``);
@@ -307,10 +309,11 @@ def main() -> None:
                     for s in srcs:
                         eng.bfs(s, out="view")
                         trav.append(eng.stats.traversal_ms * 1e3)
+                sync = cp.cuda.Device().synchronize
+                whole_timed = calls(eng, srcs, args.rounds, "device", sync)
                 eng.timing = False
                 eng.bfs(srcs[0], out="device")
                 graph_only = []
-                sync = cp.cuda.Device().synchronize
                 whole = calls(eng, srcs, args.rounds, "device", sync)
                 whole_view = calls(eng, srcs, args.rounds, "view", sync)
                 with eng.serving():  # a device-wide sync would wait for the server's end
@@ -348,7 +351,8 @@ def main() -> None:
                 if not floors_done:
                     python_pieces(eng, srcs[0])
             print(f"{name} {variant} {blocks}x{threads} (us, mean / median):")
-            for label, xs in [("traversal", trav), ("whole", whole), ("whole view", whole_view),
+            for label, xs in [("traversal", trav), ("whole timed", whole_timed),
+                              ("whole", whole), ("whole view", whole_view),
                               ("whole served", served), ("served spin", spins),
                               ("graph", graph_only)]:  # fmt: skip
                 print(f"  {label:<14} {stat(xs)}")
