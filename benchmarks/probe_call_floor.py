@@ -17,6 +17,9 @@ For each graph and variant, back to back over the protocol's sources (``--rounds
   posted in pinned host memory (thread 0 of block 0 polls the request word; the grid meets at
   0, 1 or 2 grid barriers; block 0 writes the answer to pinned host memory, which the host
   spins on): the round trip with no launch at all.
+
+``--patch NAME`` applies one of probe_patches.py's PATCHES to every engine's source first (the
+fill pass's timing-only patches, ``fill_no_stores`` and ``fill_none``, reach the served rows).
 """
 
 from __future__ import annotations
@@ -291,7 +294,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--ordering", default=None, help="natural, jaccard, rcm (default: run.py's)")
     ap.add_argument("--no-floors", action="store_true", help="skip the launch and poll floors")
+    ap.add_argument("--patch", default=None, help="a patch of probe_patches.py's PATCHES")
     args = ap.parse_args()
+    if args.patch:
+        import probe_patches as pp
+
+        pp.RENDER.render = pp.ENGINE.render = pp.patched(pp.RENDER.render, args.patch)
     import cupy as cp
 
     from blest.tuning.protocol import warm_up

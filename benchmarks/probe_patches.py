@@ -29,6 +29,8 @@ _BU_PROBE_L2 = "f_word[j][k] = u[j][k] >= 0 ? __ldcg(lv.f_cur + (u[j][k] >> 5)) 
 _BU_ARC = "__ldg(g.in_idx + e[j] + k)"
 _PUSH = "    const u32 at = atomicAdd(qsize, (u32)count);"
 _POLL = "if (++polls % BARRIER_WATCH_EVERY != 0u) continue;"
+_FILL_STORE = "if (!((word >> lane) & 1u) && u < g.n) dst[u] = -1;"
+_FILL_HEAD = "void fill_unvisited(const Graph& g, const State& st, int* dst) {"
 _TD_SEEN = "seen[k] = __ldcg(st.visited + (head[k] >> 5));"
 PATCHES: dict[str, list[tuple[str, str]]] = {
     "base": [],
@@ -55,6 +57,9 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "td_seen_l1": [(_TD_SEEN, "seen[k] = st.visited[head[k] >> 5];")],
     "bu_words2": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 2")],
     "bu_words8": [("#define BOTTOM_UP_WORDS 4", "#define BOTTOM_UP_WORDS 8")],
+    # session 24, timing only (wrong levels): the fused call's -1 pass without its stores, or gone
+    "fill_no_stores": [(_FILL_STORE, "if (false) dst[u] = -1;")],
+    "fill_none": [(_FILL_HEAD, _FILL_HEAD + "\n    return;")],
     "deliver1": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 1")],
     "deliver4": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 4")],
     "deliver_scatter": [  # before session 15: user id old_of_new[i] <- level of i

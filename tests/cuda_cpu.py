@@ -265,7 +265,11 @@ def _poster(serve: dict[str, int]) -> list[str]:
     waits for its answer, keeps the answered control block as row k of ``serve_ctl``, then asks
     the server to end. ``serve_modes[k]`` (optional; 1 for every call without it) says what
     the row stands for: 1 host memory, 0 device memory (the host bit clear), 2 no destination
-    (DST = 0: the levels stay in the kernel's own buffer)."""
+    (DST = 0: the levels stay in the kernel's own buffer). ``serve_next[k]`` (optional; 0 for
+    every call without it): 1 names row k + 1 as the array of the next call (SERVE_NEXT,
+    tagged with call k's number and stored before its head, so that the server always sees it);
+    0 leaves the word as it was (an earlier call's tag, which the server ignores). The host
+    (engine_serve.py) stores it after the head instead, while the GPU traverses."""
     words, r = serve["ctl_words"], serve
     tag, host_bit, quit_seed = serve["dst_tag_shift"], serve["dst_host_bit"], serve["quit"]
     tag_mask = serve["dst_tag_mask"]
@@ -274,6 +278,7 @@ def _poster(serve: dict[str, int]) -> list[str]:
         '    std::vector<char> buf_serve_out = slurp(dir + "/serve_out.bin");',
         '    std::vector<char> buf_serve_ctl = slurp(dir + "/serve_ctl.bin");',
         '    std::vector<char> buf_serve_modes = slurp(dir + "/serve_modes.bin");',
+        '    std::vector<char> buf_serve_next = slurp(dir + "/serve_next.bin");',
         "    std::thread poster([&] {",
         "        const int* seeds = (const int*)buf_serve_seeds.data();",
         "        const long long calls = buf_serve_seeds.size() / 4;",
@@ -290,6 +295,12 @@ def _poster(serve: dict[str, int]) -> list[str]:
         f" | ((unsigned long long)(mode == 1) << {host_bit});",
         f"            __atomic_store_n((unsigned long long*)(req + {r['dst']}), word,"
         " __ATOMIC_RELAXED);",
+        "            const bool name = !buf_serve_next.empty() && k < calls"
+        " && ((const int*)buf_serve_next.data())[k - 1];",
+        "            if (name)",
+        f"                __atomic_store_n((unsigned long long*)(req + {r['next']}),"
+        " (unsigned long long)((int*)buf_serve_out.data() + k * row)"
+        f" | ((unsigned long long)(k & {tag_mask}) << {tag}), __ATOMIC_RELAXED);",
         "            __atomic_store_n(head, (unsigned long long)k |"
         " ((unsigned long long)(unsigned)seeds[k - 1] << 32), __ATOMIC_RELEASE);",
         f"            while (__atomic_load_n(req + {r['answer']}, __ATOMIC_ACQUIRE)"

@@ -93,10 +93,12 @@ def test_deliver_writes_user_ids(programs, rng, spec, n, permuted):
 
 @pytest.mark.parametrize("spec", [s for s in SPECS if s.launch != "block"], ids=lambda s: s.name)
 @pytest.mark.parametrize("n", [1, 37, 2500], ids=lambda n: f"n{n}")
-def test_deliver_in_place_writes_only_the_unvisited(programs, rng, spec, n):
+@pytest.mark.parametrize("top", [2, 50], ids=["half", "few"])
+def test_deliver_in_place_writes_only_the_unvisited(programs, rng, spec, n, top):
     """A fused call's levels were written straight into the destination: the pass writes -1
-    outside visited and leaves every visited vertex's word as it found it."""
-    levels = rng.integers(-1, 50, n).astype(np.int32)
+    outside visited and leaves every visited vertex's word as it found it (a share 1 / (top + 1)
+    of the vertices unvisited, so that some words are whole and some are not)."""
+    levels = rng.integers(-1, top, n).astype(np.int32)
     seen = levels >= 0
     held = np.where(seen, levels, rng.integers(-9, 99, n)).astype(np.int32)
     ctl = rng.integers(0, 2**32, CTL_WORDS, dtype=np.uint64).astype(np.uint32)

@@ -194,3 +194,23 @@ def test_device_levels_skip_the_engines_buffer(zoo, spec):
                 np.testing.assert_array_equal(_call(eng, srcs[2], "view"), wants[2])
             np.testing.assert_array_equal(eng.bfs(srcs[3], out="view").get(), wants[3])
             np.testing.assert_array_equal(eng.bfs(srcs[0]), wants[0])
+
+
+@pytest.mark.parametrize("spec", SERVED, ids=lambda s: s.name)
+def test_served_calls_into_arrays_filled_ahead(zoo, spec):
+    """With the fill between calls on (graphs of any size), back-to-back out="device" calls
+    on graphs with unreached vertices, with a host call among them, return SciPy's levels: each
+    call's array (the engine's spare, often an earlier result's memory) was filled with -1s by
+    the server after the previous answer, and the call delivers nothing itself."""
+    rng, graphs = zoo
+    for name in ("disconnected", "directed", "power_law"):
+        graph = graphs[name]
+        srcs = [int(s) for s in sources(rng, graph, 12)]
+        with _engine(graph, spec, timing=False) as eng:
+            eng.prefill_min_vertices = 0
+            with eng.serving():
+                assert eng._prefill
+                for i, src in enumerate(srcs):
+                    how = "pinned" if i == 6 else "device"
+                    got = _call(eng, src, how)
+                    np.testing.assert_array_equal(got, bfs_levels(graph, src), err_msg=name)

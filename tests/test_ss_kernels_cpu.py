@@ -92,12 +92,14 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
 
 def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small: int,
                    fused: int, beta: float, served: np.ndarray | None = None,
-                   alpha: float = 0.0, modes: np.ndarray | None = None) -> dict:  # fmt: skip
+                   alpha: float = 0.0, modes: np.ndarray | None = None,
+                   names: np.ndarray | None = None) -> dict:  # fmt: skip
     """Every array of the traversal :func:`traverse` describes, as the kernels left them;
     ``fused=FUSED_SERVE``: the serving kernel answering the calls from ``served`` (seeds) that
     the runner's host thread posts, each call's levels and control block in its row of
     ``serve_out`` and ``serve_ctl``; ``modes``: each call's destination (tests/cuda_cpu.py,
-    ``_poster``: 1 host memory, 0 device memory, 2 none)."""
+    ``_poster``: 1 host memory, 0 device memory, 2 none); ``names``: whether each call names
+    the next call's row as the array to fill with -1s ahead of it (``serve_next``)."""
     b, n = prep.bvss, prep.n
     words = (n + 31) // 32
     arrays = {
@@ -125,6 +127,7 @@ def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float,
         arrays["serve_out"] = np.full((len(served), n), 0x5A5A5A5A, dtype=np.int32)
         arrays["serve_ctl"] = np.full((len(served), CTL_WORDS), 99, dtype=np.uint32)
         arrays["serve_modes"] = None if modes is None else np.asarray(modes, dtype=np.int32)
+        arrays["serve_next"] = None if names is None else np.asarray(names, dtype=np.int32)
     elif fused:  # the call slot as the graph's first node leaves it; the rest poisoned
         first, words_ = CALL_SLOT
         arrays["ctl"][first : first + words_] = 0
@@ -196,22 +199,25 @@ def test_served_calls_match_scipy(programs, rng, spec):
     posts one after the other: each call's levels land in that call's row, in host memory or
     (written there by the traversal itself) in device memory, or for the last call in the
     kernel's own buffer, with its control block copied back before the answer; every state
-    buffer starts poisoned, and the barriers' counts run on from call to call."""
+    buffer starts poisoned, and the barriers' counts run on from call to call. Calls 1, 4 and
+    5 name the next call's row, which the server fills with -1s between the calls: calls 2 and
+    5 then skip their -1s (call 3, unnamed, writes them), and call 6's unused row stays all -1."""
     modes = [1, 0, 0, 1, 0, 2]  # host, device (twice), host after device, ..., none
+    names = [1, 0, 0, 1, 1, 0]
     for name, graph in small_zoo(rng, 240).items():
         prep = Prepared.from_graph(graph, spec.sigma)
         starts = np.flatnonzero(graph.out_degree > 0)
         seeds = rng.choice(starts, size=len(modes))
         seeds[2] = seeds[1]  # a repeated call
         out = _run_traversal(programs[spec, "serve"], spec, prep, 0, 2.0, 8, FUSED_SERVE, 0.0,
-                             served=seeds, modes=modes)  # fmt: skip
+                             served=seeds, modes=modes, names=names)  # fmt: skip
         for k, src in enumerate(seeds):
             want = bfs_levels(graph, int(src))
             ctx = f"{name} call {k + 1} from {src}"
             got = out["levels"] if modes[k] == 2 else out["serve_out"][k]
             np.testing.assert_array_equal(got, want, err_msg=ctx)
-            if modes[k] == 2:  # nothing reached the row
-                assert np.all(out["serve_out"][k] == 0x5A5A5A5A), ctx
+            if modes[k] == 2:  # only the server's -1s reached the row, which call 5 named
+                assert np.all(out["serve_out"][k] == -1), ctx
             ctl = out["serve_ctl"][k]
             assert ctl[CTL["call"]] == k + 1 and ctl[CTL["error"]] == 0, ctx
             assert ctl[CTL["seed"]] == src and ctl[CTL["call_host"]] == (modes[k] == 1), ctx

@@ -64,7 +64,7 @@ class CtlField:
 
 
 #: Words of the control block.
-CTL_WORDS = 40
+CTL_WORDS = 42
 
 CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("QSIZE", 0, 4, "[QUEUE_BUFFERS] |Q_L| at index L % QUEUE_BUFFERS"),
@@ -98,8 +98,11 @@ CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("SEED", 32, 2, "captured calls: the seed (internal id, low word)"),
     CtlField("DST", 34, 2, "captured calls: where the levels go (a device address; 0: stay)"),
     CtlField("BARRIER_COUNT", 36, 2, "grid barrier: 64-bit monotonic arrival count"),
-    CtlField("CALL", 38, 1, "served calls: the call's number (0: the server ends)"),
-    CtlField("CALL_HOST", 39, 1, "served calls: nonzero when the levels go to host memory"),
+    CtlField(
+        "NEXT", 38, 2, "served calls: the array that the next call names, for every block (0: none)"
+    ),
+    CtlField("CALL", 40, 1, "served calls: the call's number (0: the server ends)"),
+    CtlField("CALL_HOST", 41, 1, "served calls: nonzero when the levels go to host memory"),
 )
 #: First word and length of the call slot {SEED, DST, BARRIER_COUNT}: one copy of 24 bytes
 #: sets a captured call's seed and destination and zeroes the grid barrier's count.
@@ -115,6 +118,9 @@ SERVE_FIELDS: tuple[CtlField, ...] = (
     CtlField("DST", 2, 2, "host: where the levels go, tagged (see DST_TAG_SHIFT), then SEQ"),
     CtlField("IDLE_US", 4, 1, "host: the server ends after this long without a call"),
     CtlField("ANSWER", 6, 1, "GPU: the number of the call answered last (after the ctl copy)"),
+    CtlField(
+        "NEXT", 8, 2, "host: the array of the next out='device' call (0: none), tagged as DST"
+    ),
 )
 
 #: Request-block offsets by lower-case name, for the host.
@@ -127,11 +133,11 @@ SERVE_QUIT = 0xFFFFFFFF
 DST_TAG_SHIFT = 48
 DST_TAG_MASK = 0x7FFF
 DST_HOST_BIT = 63
-# serve.cu.j2 loads {SEQ, SEED}, DST, IDLE_US and ANSWER as aligned u64 words.
+# serve.cu.j2 loads {SEQ, SEED}, DST, IDLE_US, ANSWER and NEXT as aligned u64 words.
 if (
     CTL_WORDS % 2
     or (SERVE["seq"], SERVE["seed"]) != (0, 1)
-    or any(SERVE[k] % 2 for k in ("dst", "idle_us", "answer"))
+    or any(SERVE[k] % 2 for k in ("dst", "idle_us", "answer", "next"))
 ):
     raise AssertionError("the request block's fields must pair as aligned u64 words")
 

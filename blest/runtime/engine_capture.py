@@ -33,7 +33,10 @@ __all__ = ["CallCapture", "plain_id"]
 
 def plain_id(src: Any, n: int) -> bool:
     """Whether ``src`` is one vertex id in range, as a Python or NumPy integer (the calls that
-    replay a captured graph; anything else takes the general checks)."""
+    replay a captured graph; anything else takes the general checks). A plain ``int`` is
+    tested first, by its class alone: served calls feel a tenth of a microsecond."""
+    if src.__class__ is int:  # (not bool, whose class is bool)
+        return 0 <= src < n
     return (
         isinstance(src, (int, np.integer))
         and not isinstance(src, (bool, np.bool_))

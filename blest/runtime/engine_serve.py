@@ -9,7 +9,10 @@ with the call's number, then the number and the seed in one store), runs each as
 call would (init, levels, the pass to the user's ids), copies the control block back, and the
 last block to finish publishes the call's number, which the host spins on. A call's GPU part
 is then one bus round trip to start and two grid barriers beyond its traversal: about the
-traversal's own time on an H100 (``benchmarks/NOTES.md``, session 19).
+traversal's own time on an H100 (``benchmarks/NOTES.md``, session 19). On a graph in its own ids
+the traversal writes the levels straight into an ``out="device"`` array, and the host names
+the next call's array (the spare, allocated while the GPU works) during this call, so that the
+server can fill it with -1s between the calls: that call then has nothing left to deliver.
 
 While it waits, the kernel holds the GPU's SMs: other kernels (the caller's, or another
 engine's) may wait for it to end, which it does when the ``with`` block ends, after ``idle_ms``
@@ -50,6 +53,7 @@ _LEVELS_RUN = CTL["levels_run"]
 #: The request's u64 words in the whole host block: {SEQ, SEED} (one store), the tagged DST.
 _HEAD_WIDE = (CTL_WORDS + SERVE["seq"]) // 2
 _DST_WIDE = (CTL_WORDS + SERVE["dst"]) // 2  # (contract.py checks the pairing)
+_NEXT_WIDE = (CTL_WORDS + SERVE["next"]) // 2
 #: Addresses the DST word can carry below its tag (every user-space and unified address on
 #: today's 64-bit hosts; a call whose levels go elsewhere runs unserved).
 _ADDRESS_LIMIT = 1 << DST_TAG_SHIFT
@@ -89,9 +93,18 @@ class ServedCalls:
     # Inside serving(), memoryviews for the call's path (a tenth of NumPy's cost per item):
     _serve_words: Any = None  # the host block as u64 words
     _serve_u32: Any = None  # the host block as u32 words
+    _prefill: bool = False  # inside serving(): name the spare to the server (SERVE_NEXT)
+    #: Graphs of fewer vertices deliver their -1s after the call instead: their pass is one
+    #: round trip, and on an H200 the fill between calls cost twitch_FR and twitch_ENGB (7K
+    #: vertices) 0.4-1.5 us a call, where it saved kron-22 (4.2M) 5 (benchmarks/NOTES.md,
+    #: session 24).
+    prefill_min_vertices: int = 1 << 17
+    _reorders: bool
     _internal_ids: Any  # new_of_old, as a memoryview
     _closed: bool
     _void: str | None
+    _last: tuple
+    last_stats: Any
     grid_size: int
 
     @contextlib.contextmanager
@@ -115,6 +128,10 @@ class ServedCalls:
             self._serve_idle_us = max(1, int(idle_ms * 1000))
             self._serve_counted = self.spec.queue == "resident"
             self._serve_words = memoryview(self._host_block).cast("B").cast("Q")
+            self._serve_words[_NEXT_WIDE] = 0
+            # Graphs in their own ids: a served call's traversal writes the levels straight
+            # into an out="device" array, which the server can then fill with -1s ahead of it.
+            self._prefill = not self._reorders and self.n >= self.prefill_min_vertices
             self._serve_u32 = memoryview(self._host_block)
         try:
             yield self
@@ -162,15 +179,21 @@ class ServedCalls:
                 self._serve_stop()  # the next launch starts from zeroed counts
         seq = self._serve_seq = (self._serve_seq + 1) & 0xFFFFFFFF or 1
         words = self._serve_words
-        words[_DST_WIDE] = dst | (seq & DST_TAG_MASK) << DST_TAG_SHIFT | host << DST_HOST_BIT
+        tag = (seq & DST_TAG_MASK) << DST_TAG_SHIFT
+        words[_DST_WIDE] = dst | tag | host << DST_HOST_BIT
         words[_HEAD_WIDE] = seq | self._internal_ids[src] << 32  # last: one store, read first
         if self._serve_stream is None:
             self._serve_start()
         if device:  # the next out="device" call's array, allocated while the GPU works
             with cp.cuda.Device(self._device_id):
                 self._spare = cp.empty(self.n, dtype=cp.int32)
+        if self._prefill:  # the server fills it with -1s after this call (serve.cu.j2)
+            spare = self._spare
+            words[_NEXT_WIDE] = 0 if spare is None else spare.data.ptr | tag
         self._serve_wait(seq)
-        self._check_ctl(src, 1, timed=False)
+        if self._serve_u32[_ERROR]:  # (the host block starts with the control block's copy)
+            self._check_ctl(src, 1, timed=False)  # voids the engine and raises
+        self._last, self.last_stats = (src, None, None, 1), None  # as _check_ctl keeps them
         if counted:
             self._serve_arrivals += (self._serve_u32[_LEVELS_RUN] + 3) * self.grid_size
         if fresh is not None:
