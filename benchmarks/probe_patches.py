@@ -6,7 +6,8 @@ ones) of one source, for each patch.
 
 The patches (PATCHES) are experiments on the CUDA-core top-down of expand="csr", on the
 bottom-up step (``bu_*``), on the grid barrier (``barrier_*``), on the deliver pass
-(``deliver*``), on the vss queue (``vss_ahead``) and on the resident queue's visited
+(``deliver*``, and the served call's -1 pass: ``fill_*``, which probe_call_floor.py --patch
+applies), on the vss queue (``vss_ahead``) and on the resident queue's visited
 filter (``res_*``); a patch whose text is not in the source
 stops the run. Each patched kernel's registers and local (spilled) bytes are printed beside it.
 """
