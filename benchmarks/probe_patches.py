@@ -61,6 +61,47 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     # session 24, timing only (wrong levels): the fused call's -1 pass without its stores, or gone
     "fill_no_stores": [(_FILL_STORE, "if (false) dst[u] = -1;")],
     "fill_none": [(_FILL_HEAD, _FILL_HEAD + "\n    return;")],
+    # session 24, timing only: the driver without the fill between calls (session 23's epilogue)
+    "no_fill_ahead": [
+        (
+            "            int* const filled = prefill_levels(g, st);\n"
+            "            if (threadIdx.x == 0) serve_filled = filled;\n",
+            "",
+        ),
+        (
+            "        const u64 next = notes_next ? load_next(ctl_out + CTL_WORDS) : 0ull;\n",
+            "",
+        ),
+        (
+            "if (!(serve && to == serve_filled && to == st.levels)) deliver_state(",
+            "deliver_state(",
+        ),
+        ("        if (notes_next) note_next(st, next, serve_seq);", ""),
+        ("threadIdx.x == blockDim.x - 1 &&", "false &&"),
+    ],
+    # session 24, timing only: the host's NEXT word read after the answer (call 8's version)
+    "late_next": [
+        (
+            "        const u64 next = notes_next ? load_next(ctl_out + CTL_WORDS) : 0ull;\n",
+            "",
+        ),
+        (
+            "        if (notes_next) note_next(st, next, serve_seq);",
+            "        if (notes_next) note_next(st, load_next(ctl_out + CTL_WORDS), serve_seq);",
+        ),
+    ],
+    # ... and the fill left out, the early read kept
+    "no_prefill_call": [
+        (
+            "            int* const filled = prefill_levels(g, st);\n"
+            "            if (threadIdx.x == 0) serve_filled = filled;\n",
+            "",
+        ),
+        (
+            "if (!(serve && to == serve_filled && to == st.levels)) deliver_state(",
+            "deliver_state(",
+        ),
+    ],
     "deliver1": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 1")],
     "deliver4": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 4")],
     "deliver_scatter": [  # before session 15: user id old_of_new[i] <- level of i
