@@ -98,9 +98,7 @@ CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("SEED", 32, 2, "captured calls: the seed (internal id, low word)"),
     CtlField("DST", 34, 2, "captured calls: where the levels go (a device address; 0: stay)"),
     CtlField("BARRIER_COUNT", 36, 2, "grid barrier: 64-bit monotonic arrival count"),
-    CtlField(
-        "NEXT", 38, 2, "served calls: the array that the next call names, for every block (0: none)"
-    ),
+    CtlField("NEXT", 38, 2, "served calls: the array the host named for its next call (0: none)"),
     CtlField("CALL", 40, 1, "served calls: the call's number (0: the server ends)"),
     CtlField("CALL_HOST", 41, 1, "served calls: nonzero when the levels go to host memory"),
 )
