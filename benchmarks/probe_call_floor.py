@@ -299,7 +299,7 @@ def main() -> None:
     if args.patch:
         import probe_patches as pp
 
-        pp.RENDER.render = pp.ENGINE.render = pp.patched(pp.RENDER.render, args.patch)
+        pp.install(args.patch)
     import cupy as cp
 
     from blest.tuning.protocol import warm_up

@@ -21,8 +21,10 @@ from run import Bench, _by_name, time_variants
 
 import blest.codegen.render  # noqa: F401  (the module, not the function it exports)
 import blest.runtime.engine as ENGINE
+import blest.runtime.engine_serve as ENGINE_SERVE
 
 RENDER = sys.modules["blest.codegen.render"]
+ORIGINAL = RENDER.render
 
 _RES_CHECK = "const bool check_visited = 32ull * top.fresh >= (unsigned long long)(u32)g.n;"
 _BU_PROBE = "f_word[j][k] = u[j][k] >= 0 ? lv.f_cur[u[j][k] >> 5] : 0u;"  # (since session 22)
@@ -61,47 +63,8 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     # session 24, timing only (wrong levels): the fused call's -1 pass without its stores, or gone
     "fill_no_stores": [(_FILL_STORE, "if (false) dst[u] = -1;")],
     "fill_none": [(_FILL_HEAD, _FILL_HEAD + "\n    return;")],
-    # session 24, timing only: the driver without the fill between calls (session 23's epilogue)
-    "no_fill_ahead": [
-        (
-            "            int* const filled = prefill_levels(g, st);\n"
-            "            if (threadIdx.x == 0) serve_filled = filled;\n",
-            "",
-        ),
-        (
-            "        const u64 next = notes_next ? load_next(ctl_out + CTL_WORDS) : 0ull;\n",
-            "",
-        ),
-        (
-            "if (!(serve && to == serve_filled && to == st.levels)) deliver_state(",
-            "deliver_state(",
-        ),
-        ("        if (notes_next) note_next(st, next, serve_seq);", ""),
-        ("threadIdx.x == blockDim.x - 1 &&", "false &&"),
-    ],
-    # session 24, timing only: the host's NEXT word read after the answer (call 8's version)
-    "late_next": [
-        (
-            "        const u64 next = notes_next ? load_next(ctl_out + CTL_WORDS) : 0ull;\n",
-            "",
-        ),
-        (
-            "        if (notes_next) note_next(st, next, serve_seq);",
-            "        if (notes_next) note_next(st, load_next(ctl_out + CTL_WORDS), serve_seq);",
-        ),
-    ],
-    # ... and the fill left out, the early read kept
-    "no_prefill_call": [
-        (
-            "            int* const filled = prefill_levels(g, st);\n"
-            "            if (threadIdx.x == 0) serve_filled = filled;\n",
-            "",
-        ),
-        (
-            "if (!(serve && to == serve_filled && to == st.levels)) deliver_state(",
-            "deliver_state(",
-        ),
-    ],
+    # (Session 24's no_fill_ahead, late_next and no_prefill_call patched the serving code out of
+    # the timed kernel; since session 25 that code is a module of its own: git history has them.)
     "deliver1": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 1")],
     "deliver4": [("#define DELIVER_BATCH 8", "#define DELIVER_BATCH 4")],
     "deliver_scatter": [  # before session 15: user id old_of_new[i] <- level of i
@@ -191,15 +154,26 @@ def resources(function) -> str:
 
 
 def patched(render, key: str):
-    def render_patched(spec):
-        text = render(spec)
+    """``render`` with patch ``key`` applied: every part of it to the timed module, the parts
+    whose text is there to the serving module (render(spec, serving=True))."""
+
+    def render_patched(spec, serving: bool = False):
+        text = render(spec, serving=serving)
         for old, new in PATCHES[key]:
             if old not in text:
+                if serving:
+                    continue
                 raise SystemExit(f"patch {key!r}: {old!r} is not in the source of {spec.name}")
             text = text.replace(old, new)
         return text
 
     return render_patched
+
+
+def install(key: str | None) -> None:
+    """Patch ``key`` into every name the engines render through (None: the original)."""
+    render = ORIGINAL if key is None else patched(ORIGINAL, key)
+    RENDER.render = ENGINE.render = ENGINE_SERVE.render = render
 
 
 def main() -> None:
@@ -212,14 +186,13 @@ def main() -> None:
     ap.add_argument("--ordering", default=None, help="natural, rcm or jaccard (default: the C++'s)")
     args = ap.parse_args()
     geometry = tuple(int(x) for x in args.geometry.split(":"))
-    original = RENDER.render
     specs = [_by_name(n) for n in args.variants.split(",")]
     for name in args.graphs.split(","):
         b = Bench.load(name, 64, args.ordering)
         for key in args.patches.split(","):
             # The engine binds ``render`` at import: patch its name too (before session 13 only
             # the module's was patched, so the engine compiled the unpatched source).
-            RENDER.render = ENGINE.render = patched(original, key)
+            install(key)
             if PATCHES[key] and PATCHES[key][0][1] not in ENGINE.render(specs[0]):
                 raise SystemExit(f"patch {key!r} did not reach the engine's source")
             print(f"-- {key}", flush=True)
@@ -240,7 +213,7 @@ def main() -> None:
                 print("   stages us:", split, flush=True)
             else:
                 print("   levels us:", " ".join(f"{1e3 * t:.1f}" for t in levels_ms), flush=True)
-        RENDER.render = ENGINE.render = original
+        install(None)
 
 
 if __name__ == "__main__":

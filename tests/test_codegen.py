@@ -9,6 +9,7 @@ import pytest
 
 from blest.codegen.render import graph_params, kernel_names, render, state_params
 from blest.codegen.spec import VariantSpec, variants
+from blest.errors import ArgumentError
 
 ALL = list(variants())
 MMA = "mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.and.popc"
@@ -202,9 +203,35 @@ def test_covering_set_compiles_to_cubin_in_parallel():
 
     for arch in ("sm_80", "sm_90"):  # clusters need sm_90
         specs = [s for s in COVERING if s.cluster == 1 or arch == "sm_90"]
-        cubins = compile_many([render(s) for s in specs], arch=arch, target="cubin")
-        assert len(cubins) == len(specs)
+        servers = [render(s, serving=True) for s in specs if s.launch == "persistent"]
+        cubins = compile_many([render(s) for s in specs] + servers, arch=arch, target="cubin")
+        assert len(cubins) == len(specs) + len(servers)
         assert all(c[:4] == b"\x7fELF" for c in cubins)
+        assert all(b"blest_serve" in c for c in cubins[len(specs) :])
+
+
+def test_the_serving_kernel_is_a_module_of_its_own():
+    """render(spec, serving=True) holds the serving kernel alone; the timed module holds none
+    of the serving code (so that it cannot change how the timed kernel compiles), and the two
+    share the traversal's code."""
+    for spec in COVERING:
+        timed = render(spec)
+        if spec.launch != "persistent":
+            with pytest.raises(ArgumentError, match="no serving kernel"):
+                render(spec, serving=True)
+            with pytest.raises(ArgumentError, match="no serving kernel"):
+                kernel_names(spec, serving=True)
+            continue
+        served = render(spec, serving=True)
+        entries = re.findall(
+            r'extern "C" __global__ void __launch_bounds__\([^)]*\) (\w+)\(', served
+        )
+        assert entries == list(kernel_names(spec, serving=True).values()) == ["blest_serve"]
+        for serving_only in ("await_call(", "meet_and_answer(", "prefill_levels(", "SERVE_ANSWER"):
+            assert serving_only in served and serving_only not in timed, serving_only
+        assert "int fused)" in timed and "constexpr int fused = FUSED_SERVE;" in served
+        for shared in ("void deliver_state(", "void init_state(", "read_level_top("):
+            assert shared in timed and shared in served, shared
 
 
 def test_every_block_variant_compiles_to_cubin():

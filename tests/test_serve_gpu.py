@@ -12,6 +12,7 @@ import pytest
 from gpu_util import requires_gpu, seeded_zoo, sources
 
 from blest import VariantSpec, variants
+from blest.codegen.contract import CTL_WORDS, SERVE
 from blest.errors import ArgumentError, EngineError
 from blest.graph.ordering import rcm
 from blest.reference import bfs_levels
@@ -19,6 +20,7 @@ from blest.reference import bfs_levels
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
 POISON = np.int32(0x5A5A5A5A)
+ANSWER = CTL_WORDS + SERVE["answer"]
 PERSISTENT = [s for s in variants() if s.launch == "persistent"]
 OUTS = ("device", None, "pinned", "cupy", "view", "pageable")
 
@@ -214,3 +216,45 @@ def test_served_calls_into_arrays_filled_ahead(zoo, spec):
                     how = "pinned" if i == 6 else "device"
                     got = _call(eng, src, how)
                     np.testing.assert_array_equal(got, bfs_levels(graph, src), err_msg=name)
+
+
+def test_a_failed_spare_leaves_the_call_whole(zoo, monkeypatch):
+    """The next out="device" call's array is allocated while the server runs this call. When
+    that allocation runs out of memory, this call still returns its own array, complete, and
+    the next call allocates its own; a Ctrl-C there is raised only after the server answered,
+    so that the GPU never writes to an array that nobody holds."""
+    import cupy as cp
+
+    rng, graphs = zoo
+    graph = graphs["power_law"]
+    srcs = [int(s) for s in sources(rng, graph, 6)]
+    real_empty = cp.empty
+    fail_with: list[BaseException] = []
+
+    def empty(shape, dtype=float, *args, **kw):
+        if fail_with and shape == graph.n:
+            raise fail_with.pop()
+        return real_empty(shape, dtype, *args, **kw)
+
+    monkeypatch.setattr(cp, "empty", empty)
+    try:
+        oom = cp.cuda.memory.OutOfMemoryError(4 * graph.n, 0, 0)
+    except TypeError:  # (other CuPy releases take other arguments)
+        oom = cp.cuda.memory.OutOfMemoryError(4 * graph.n, 0)
+    with _engine(graph, SERVED[0], timing=False) as eng:
+        eng.prefill_min_vertices = 0  # the spare is also named to the server
+        with eng.serving():
+            assert eng.bfs(srcs[0], out="device") is not None and eng._spare is not None
+            fail_with.append(oom)
+            got = eng.bfs(srcs[1], out="device")  # its spare's allocation fails
+            assert not fail_with and eng._spare is None
+            np.testing.assert_array_equal(got.get(), bfs_levels(graph, srcs[1]))
+            np.testing.assert_array_equal(eng.bfs(srcs[2], out="device").get(),
+                                          bfs_levels(graph, srcs[2]))  # fmt: skip
+            fail_with.append(KeyboardInterrupt())
+            with pytest.raises(KeyboardInterrupt):
+                eng.bfs(srcs[3], out="device")
+            assert eng._host_block[ANSWER] == eng._serve_seq  # answered before it went up
+            for src in srcs[4:]:
+                np.testing.assert_array_equal(eng.bfs(src, out="device").get(),
+                                              bfs_levels(graph, src))  # fmt: skip

@@ -74,7 +74,9 @@ def programs(tmp_path_factory):
         serve = {**SERVE, "ctl_words": CTL_WORDS, "dst_tag_shift": DST_TAG_SHIFT,
                  "dst_tag_mask": DST_TAG_MASK, "dst_host_bit": DST_HOST_BIT,
                  "quit": SERVE_QUIT}  # fmt: skip
-        out[spec, "serve"] = build(render(spec), [bfs], params, [], cache, serve=serve)
+        server = (kernel_names(spec, serving=True)["serve"], bfs[1][:-1])  # (no `fused`)
+        out[spec, "serve"] = build(render(spec, serving=True), [server], params, [], cache,
+                                   serve=serve)  # fmt: skip
     return out
 
 
@@ -95,11 +97,12 @@ def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float,
                    alpha: float = 0.0, modes: np.ndarray | None = None,
                    names: np.ndarray | None = None) -> dict:  # fmt: skip
     """Every array of the traversal :func:`traverse` describes, as the kernels left them;
-    ``fused=FUSED_SERVE``: the serving kernel answering the calls from ``served`` (seeds) that
-    the runner's host thread posts, each call's levels and control block in its row of
-    ``serve_out`` and ``serve_ctl``; ``modes``: each call's destination (tests/cuda_cpu.py,
-    ``_poster``: 1 host memory, 0 device memory, 2 none); ``names``: whether each call names
-    the next call's row as the array to fill with -1s ahead of it (``serve_next``)."""
+    ``fused=FUSED_SERVE``: the serving kernel (``exe`` built from its own module) answering
+    the calls from ``served`` (seeds) that the runner's host thread posts, each call's levels
+    and control block in its row of ``serve_out`` and ``serve_ctl``; ``modes``: each call's
+    destination (tests/cuda_cpu.py, ``_poster``: 1 host memory, 0 device memory, 2 none);
+    ``names``: whether each call names the next call's row as the array to fill with -1s ahead
+    of it (``serve_next``)."""
     b, n = prep.bvss, prep.n
     words = (n + 31) // 32
     arrays = {
@@ -195,7 +198,7 @@ def test_one_launch_call_matches_scipy(programs, rng, spec):
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_served_calls_match_scipy(programs, rng, spec):
-    """The serving kernel (``fused=FUSED_SERVE``) answers calls that a host thread
+    """The serving kernel (``render(spec, serving=True)``) answers calls that a host thread
     posts one after the other: each call's levels land in that call's row, in host memory or
     (written there by the traversal itself) in device memory, or for the last call in the
     kernel's own buffer, with its control block copied back before the answer; every state

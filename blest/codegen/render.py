@@ -145,8 +145,13 @@ def state_params(spec: VariantSpec) -> list[KernelParam]:
     return params
 
 
-def kernel_names(spec: VariantSpec) -> dict[str, str]:
-    """Entry points of the rendered module, by role."""
+def kernel_names(spec: VariantSpec, serving: bool = False) -> dict[str, str]:
+    """Entry points of the rendered module, by role (``serving``: of the serving module,
+    ``render(spec, serving=True)``, whose traversal kernel is the server)."""
+    if serving:
+        if spec.launch != "persistent":
+            raise ArgumentError(f"{spec.name} has no serving kernel (persistent variants only)")
+        return {"serve": f"{KERNEL_PREFIX}_serve"}
     names = {"parents": f"{KERNEL_PREFIX}_parents", "deliver": f"{KERNEL_PREFIX}_deliver"}
     if spec.launch == "block":  # no init pass: the one kernel initializes, in the user's ids
         return {"bfs": f"{KERNEL_PREFIX}_bfs_block", **names}
@@ -180,7 +185,7 @@ def render_file(template: str, context: dict) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
 
-def _context(spec: VariantSpec) -> dict:
+def _context(spec: VariantSpec, serving: bool = False) -> dict:
     gp, sp = graph_params(spec), state_params(spec)
     params = "\n    " + ",\n    ".join(f"{p.ctype} {p.name}" for p in gp + sp)
     unpack = (
@@ -191,6 +196,7 @@ def _context(spec: VariantSpec) -> dict:
     unpack_aimed = unpack.replace("const State st", "State st")
     return {
         "spec": spec,
+        "serving": serving,
         "sigma": spec.sigma,
         "theta": spec.theta,
         "tau": spec.tau,
@@ -228,9 +234,15 @@ def _context(spec: VariantSpec) -> dict:
 
 
 @functools.lru_cache(maxsize=256)
-def render(spec: VariantSpec) -> str:
-    """The CUDA C++ source of ``spec``: readable, self-contained, deterministic."""
-    return render_file("bfs.cu.j2", _context(spec))
+def render(spec: VariantSpec, serving: bool = False) -> str:
+    """The CUDA C++ source of ``spec``: readable, self-contained, deterministic.
+
+    ``serving`` (persistent variants): the module of the serving kernel (``Engine.serving``)
+    instead, whose traversal kernel answers call after call; the timed module holds none of
+    its code, so that the serving code cannot change how the timed kernel compiles."""
+    if serving and spec.launch != "persistent":
+        raise ArgumentError(f"{spec.name} has no serving kernel (persistent variants only)")
+    return render_file("bfs.cu.j2", _context(spec, serving))
 
 
 def render_snippet(text: str, spec: VariantSpec) -> str:

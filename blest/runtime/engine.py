@@ -423,18 +423,16 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         if self.timing:
             stop.record()
 
-    def _enqueue_traversal(
-        self, limit: int, fused_ctl_out: int | None = None, fused: int = FUSED_ONCE
-    ) -> None:
+    def _enqueue_traversal(self, limit: int, fused_ctl_out: int | None = None) -> None:
         """The traversal's launches (the block launch: its one kernel, which also initializes
         and writes the user's ids). ``fused_ctl_out`` (persistent variants, captured calls):
         the kernel also initializes from the call slot and delivers, the control block to that
-        address; ``fused=FUSED_SERVE``: it serves calls (engine_serve.py)."""
+        address."""
         rules = tuple(np.float64(x) for x in (self.eta, self.beta, self.alpha))
         if self.spec.launch == "block":
             self._launch("bfs", (*self._block_seeds, np.int32(limit)))
         elif self.spec.launch == "persistent":
-            mode = fused if fused_ctl_out is not None else 0
+            mode = FUSED_ONCE if fused_ctl_out is not None else 0
             extra = (np.int32(limit), *rules, np.uint32(self.small_queue),
                      np.uint64(fused_ctl_out or 0), np.int32(mode))  # fmt: skip
             self._launch("bfs", extra, cooperative=True)

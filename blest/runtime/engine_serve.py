@@ -3,8 +3,9 @@
 A plain call replayed from its CUDA graph still costs a launch, and the wait for the kernel's
 end, each several microseconds of host and GPU time: on a graph of a few thousand vertices
 that is a third of the call. Inside ``with engine.serving():`` the persistent variants instead
-launch their traversal kernel once, with ``fused = FUSED_SERVE`` (``templates/serve.cu.j2``):
-it waits for calls that the host posts in page-locked memory (where the levels go, tagged
+launch their serving kernel once (``render(spec, serving=True)``, ``templates/serve.cu.j2``; a
+module of its own, compiled at the first ``serving()`` and cached on disk like the others): it
+waits for calls that the host posts in page-locked memory (where the levels go, tagged
 with the call's number, then the number and the seed in one store), runs each as a captured
 call would (init, levels, the pass to the user's ids), copies the control block back, and the
 last block to finish publishes the call's number, which the host spins on. A call's GPU part
@@ -36,10 +37,10 @@ from blest.codegen.contract import (
     DST_HOST_BIT,
     DST_TAG_MASK,
     DST_TAG_SHIFT,
-    FUSED_SERVE,
     SERVE,
     SERVE_QUIT,
 )
+from blest.codegen.render import kernel_names, render
 from blest.errors import ArgumentError, EngineError
 from blest.runtime.base import check_idle_ms
 
@@ -99,8 +100,18 @@ class ServedCalls:
     #: vertices) 0.4-1.5 us a call, where it saved kron-22 (4.2M) 5 (benchmarks/NOTES.md,
     #: session 24).
     prefill_min_vertices: int = 1 << 17
+    _server_refused: bool = False  # no block of the serving kernel fits on an SM
+    _serve_grid: int = 0  # the serving kernel's blocks
     _reorders: bool
     _internal_ids: Any  # new_of_old, as a memoryview
+    _kernels: dict[str, Any]
+    arch: Any
+    block_size: int
+    sms: int
+    eta: float
+    beta: float
+    alpha: float
+    small_queue: int
     _closed: bool
     _void: str | None
     _last: tuple
@@ -115,24 +126,19 @@ class ServedCalls:
         other GPU work may wait for the block's end, or for ``idle_ms`` without a call, after
         which the kernel ends and the next call starts it again. The persistent variants only
         (the others run their calls as usual inside the block); ``stats.traversal_ms`` is NaN
-        for served calls. Yields the engine."""
+        for served calls. The first ``serving()`` of a variant compiles its serving kernel
+        (a second or two, then cached on disk). Yields the engine."""
         check_idle_ms(idle_ms)
-        if self.spec.launch != "persistent":  # no serving kernel: calls run as usual
-            self._check_open()
-            yield self
-            return
         with self._lock:
             self._check_open()
             if self._serve_idle_us is not None:
                 raise ArgumentError("this engine is serving already")
-            self._serve_idle_us = max(1, int(idle_ms * 1000))
-            self._serve_counted = self.spec.queue == "resident"
-            self._serve_words = memoryview(self._host_block).cast("B").cast("Q")
-            self._serve_words[_NEXT_WIDE] = 0
-            # Graphs in their own ids: a served call's traversal writes the levels straight
-            # into an out="device" array, which the server can then fill with -1s ahead of it.
-            self._prefill = not self._reorders and self.n >= self.prefill_min_vertices
-            self._serve_u32 = memoryview(self._host_block)
+            served = self._load_server()
+            if served:
+                self._serve_on(idle_ms)
+        if not served:  # no serving kernel: calls run as usual
+            yield self
+            return
         try:
             yield self
         finally:
@@ -140,6 +146,51 @@ class ServedCalls:
                 self._serve_idle_us = None
                 self._serve_words = self._serve_u32 = None
                 self._serve_stop()
+
+    @property
+    def serving_source(self) -> str | None:
+        """The generated CUDA C++ of this engine's serving kernel (:meth:`serving`), or None
+        for variants without one (not persistent)."""
+        return render(self.spec, serving=True) if self.spec.launch == "persistent" else None
+
+    def _load_server(self) -> bool:
+        """Whether this engine serves calls (a persistent variant), loading its serving kernel
+        once. The server's grid is the engine's, or as much of it as the serving kernel can
+        hold on the GPU at once (a cooperative launch must), should it need more registers
+        than the timed kernel (it runs the same levels on fewer blocks then)."""
+        if self.spec.launch != "persistent" or self._server_refused:
+            return False
+        if "serve" in self._kernels:
+            return True
+        from blest.codegen.compile import compile_source
+        from blest.runtime.launch import load_module, max_active_blocks
+
+        binary = compile_source(self.serving_source, arch=self.arch, target="cubin")
+        name = kernel_names(self.spec, serving=True)["serve"]
+        kernel = load_module(binary, self._device_id).get_function(name)
+        grid = min(self.grid_size, max_active_blocks(kernel, self.block_size) * self.sms)
+        if grid < 1:
+            self._server_refused = True  # (its calls run as usual)
+            return False
+        self._serve_grid = grid
+        self._kernels["serve"] = kernel  # (the kernel's function holds its module)
+        return True
+
+    def _launch_shape(self, role: str) -> tuple[int, int]:
+        if role == "serve":
+            return self._serve_grid, 0
+        return super()._launch_shape(role)  # type: ignore[misc]
+
+    def _serve_on(self, idle_ms: float) -> None:
+        """Set up a ``serving()`` block (under the lock; the server starts at the first call)."""
+        self._serve_idle_us = max(1, int(idle_ms * 1000))
+        self._serve_counted = self.spec.queue == "resident"
+        self._serve_words = memoryview(self._host_block).cast("B").cast("Q")
+        self._serve_words[_NEXT_WIDE] = 0
+        # Graphs in their own ids: a served call's traversal writes the levels straight
+        # into an out="device" array, which the server can then fill with -1s ahead of it.
+        self._prefill = not self._reorders and self.n >= self.prefill_min_vertices
+        self._serve_u32 = memoryview(self._host_block)
 
     def _serve_call(self, src: int, out: Any) -> Any:
         """One plain call through the server (under the engine's lock; ``src`` is a valid id),
@@ -175,7 +226,7 @@ class ServedCalls:
                 stream.synchronize()
         counted = self._serve_counted
         if counted and self._serve_stream is not None:
-            if resident_counts_full(self._serve_arrivals, self.n, self.grid_size):
+            if resident_counts_full(self._serve_arrivals, self.n, self._serve_grid):
                 self._serve_stop()  # the next launch starts from zeroed counts
         seq = self._serve_seq = (self._serve_seq + 1) & 0xFFFFFFFF or 1
         words = self._serve_words
@@ -184,18 +235,19 @@ class ServedCalls:
         words[_HEAD_WIDE] = seq | self._internal_ids[src] << 32  # last: one store, read first
         if self._serve_stream is None:
             self._serve_start()
-        if device:  # the next out="device" call's array, allocated while the GPU works
-            with cp.cuda.Device(self._device_id):
-                self._spare = cp.empty(self.n, dtype=cp.int32)
-        if self._prefill:  # the server fills it with -1s after this call (serve.cu.j2)
-            spare = self._spare
-            words[_NEXT_WIDE] = 0 if spare is None else spare.data.ptr | tag
-        self._serve_wait(seq)
+        try:  # nothing raised here may leave the GPU writing to an array the caller never got
+            if device:  # the next out="device" call's array, allocated while the GPU works
+                self._spare = self._new_spare()
+            if self._prefill:  # the server fills it with -1s after this call (serve.cu.j2)
+                spare = self._spare
+                words[_NEXT_WIDE] = 0 if spare is None else spare.data.ptr | tag
+        finally:
+            self._serve_wait(seq)
         if self._serve_u32[_ERROR]:  # (the host block starts with the control block's copy)
             self._check_ctl(src, 1, timed=False)  # voids the engine and raises
         self._last, self.last_stats = (src, None, None, 1), None  # as _check_ctl keeps them
         if counted:
-            self._serve_arrivals += (self._serve_u32[_LEVELS_RUN] + 3) * self.grid_size
+            self._serve_arrivals += (self._serve_u32[_LEVELS_RUN] + 3) * self._serve_grid
         if fresh is not None:
             return fresh
         if out is None:
@@ -205,6 +257,16 @@ class ServedCalls:
                 np.copyto(out, self._host_levels)
             return out
         return self._deliver(out)  # "view", or a CuPy out the kernel cannot write directly
+
+    def _new_spare(self) -> Any:
+        """The next out="device" call's array, or None when device memory is short: that call
+        then allocates its own, and raises there, before it posts anything."""
+        cp = self._cp
+        try:
+            with cp.cuda.Device(self._device_id):
+                return cp.empty(self.n, dtype=cp.int32)
+        except cp.cuda.memory.OutOfMemoryError:
+            return None
 
     def _serve_start(self) -> None:
         """Launch the server on a stream of its own, with zeroed barrier counts."""
@@ -217,8 +279,10 @@ class ServedCalls:
             self._serve_arrivals = 0
             with stream:
                 self._state["ctl"].fill(0)
-                self._enqueue_traversal(-1, fused_ctl_out=self._host_block.ctypes.data,
-                                        fused=FUSED_SERVE)  # fmt: skip
+                rules = (np.float64(self.eta), np.float64(self.beta), np.float64(self.alpha))
+                extra = (np.int32(-1), *rules, np.uint32(self.small_queue),
+                         np.uint64(self._host_block.ctypes.data))  # fmt: skip
+                self._launch("serve", extra, cooperative=True)
             self._serve_stream = stream
 
     def _serve_wait(self, seq: int) -> None:
