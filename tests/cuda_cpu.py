@@ -242,9 +242,9 @@ def _host_source(cuda: str) -> str:
             text,
         )
     text = re.sub(
-        r'asm volatile\("st\.release\.sys\.global\.u32 \[%0\], %1;" :: "l"\(p\), '
-        r'"r"\(v\) : "memory"\);',
-        "__atomic_store_n(p, v, __ATOMIC_RELEASE);",
+        r'asm volatile\("st\.release\.sys\.global\.u64 \[%0\], %1;" :: "l"\(p\), '
+        r'"l"\(v\) : "memory"\);',
+        "__atomic_store_n((unsigned long long*)p, v, __ATOMIC_RELEASE);",
         text,
     )
     text = re.sub(
@@ -262,14 +262,15 @@ def _poster(serve: dict[str, int]) -> list[str]:
     """The host's side of a serving kernel (serve.cu.j2), as a thread beside the launch: posts
     call k (seed ``serve_seeds[k]``, levels to row k of ``serve_out``) in the request block
     after ``ctl_out``'s control words (the tagged DST word, then {SEQ, SEED} in one store),
-    waits for its answer, keeps the answered control block as row k of ``serve_ctl``, then asks
-    the server to end. ``serve_modes[k]`` (optional; 1 for every call without it) says what
-    the row stands for: 1 host memory, 0 device memory (the host bit clear), 2 no destination
-    (DST = 0: the levels stay in the kernel's own buffer). ``serve_next[k]`` (optional; 0 for
-    every call without it): 1 names row k + 1 as the array of the next call (SERVE_NEXT,
-    tagged with call k's number and stored before its head, so that the server always sees it);
-    0 leaves the word as it was (an earlier call's tag, which the server ignores). The host
-    (engine_serve.py) stores it after the head instead, while the GPU traverses."""
+    waits for its answer, keeps the answered control block (the kernel's ``ctl_copy``) as row
+    k of ``serve_ctl``, then asks the server to end. ``serve_modes[k]`` (optional; 1 for every
+    call without it) says what the row stands for: 1 host memory, 0 device memory (the host
+    bit clear), 2 no destination (DST = 0: the levels stay in the kernel's own buffer).
+    ``serve_next[k]`` (optional; 0 for every call without it): 1 names row k + 1 as the array
+    of the next call (SERVE_NEXT, tagged with call k's number and stored before its head, so
+    that the server always sees it); 0 leaves the word as it was (an earlier call's tag, which
+    the server ignores). The host (engine_serve.py) stores it after the head instead, while the
+    GPU traverses."""
     words, r = serve["ctl_words"], serve
     tag, host_bit, quit_seed = serve["dst_tag_shift"], serve["dst_host_bit"], serve["quit"]
     tag_mask = serve["dst_tag_mask"]
@@ -306,7 +307,7 @@ def _poster(serve: dict[str, int]) -> list[str]:
         f"            while (__atomic_load_n(req + {r['answer']}, __ATOMIC_ACQUIRE)"
         " != (unsigned)k)",
         "                std::this_thread::yield();",
-        f"            std::memcpy(buf_serve_ctl.data() + (k - 1) * {4 * words}, ctl_out,"
+        f"            std::memcpy(buf_serve_ctl.data() + (k - 1) * {4 * words}, ctl_copy,"
         f" {4 * words});",
         "        }",
         f"        __atomic_store_n(head, (unsigned long long)calls | ({quit_seed}ull << 32),"

@@ -115,7 +115,13 @@ SERVE_FIELDS: tuple[CtlField, ...] = (
     CtlField("SEED", 1, 1, "host: the call's seed (internal id); SERVE_QUIT: end the server"),
     CtlField("DST", 2, 2, "host: where the levels go, tagged (see DST_TAG_SHIFT), then SEQ"),
     CtlField("IDLE_US", 4, 1, "host: the server ends after this long without a call"),
-    CtlField("ANSWER", 6, 1, "GPU: the number of the call answered last (after the ctl copy)"),
+    CtlField(
+        "ANSWER",
+        6,
+        2,
+        "GPU: the number of the call answered last, then (resident queue) the grid barriers met "
+        "since the launch; one u64 store",
+    ),
     CtlField(
         "NEXT", 8, 2, "host: the array of the next out='device' call (0: none), tagged as DST"
     ),
@@ -140,7 +146,8 @@ if (
     raise AssertionError("the request block's fields must pair as aligned u64 words")
 
 #: The traversal kernel's ``fused`` argument: 0 traverses only, 1 also initializes and delivers
-#: (a captured call), 2 serves calls until told to stop (serve.cu.j2).
+#: (a captured call); 2 is the serving kernel's own (``render(spec, serving=True)``), which
+#: serves calls until told to stop (serve.cu.j2).
 FUSED_ONCE = 1
 FUSED_SERVE = 2
 

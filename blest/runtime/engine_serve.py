@@ -7,8 +7,9 @@ launch their serving kernel once (``render(spec, serving=True)``, ``templates/se
 module of its own, compiled at the first ``serving()`` and cached on disk like the others): it
 waits for calls that the host posts in page-locked memory (where the levels go, tagged
 with the call's number, then the number and the seed in one store), runs each as a captured
-call would (init, levels, the pass to the user's ids), copies the control block back, and the
-last block to finish publishes the call's number, which the host spins on. A call's GPU part
+call would (init, levels, the pass to the user's ids), keeps a copy of the control block in
+device memory (read only for ``stats``), and the last block to finish publishes the call's
+number, which the host spins on. A call's GPU part
 is then one bus round trip to start and two grid barriers beyond its traversal: about the
 traversal's own time on an H100 (``benchmarks/NOTES.md``, session 19). On a graph in its own ids
 the traversal writes the levels straight into an ``out="device"`` array, and the host names
@@ -50,7 +51,6 @@ __all__ = ["ServedCalls"]
 _SPINS_PER_LOOK = 2048
 _ANSWER = CTL_WORDS + SERVE["answer"]
 _ERROR = CTL["error"]
-_LEVELS_RUN = CTL["levels_run"]
 #: The request's u64 words in the whole host block: {SEQ, SEED} (one store), the tagged DST.
 _HEAD_WIDE = (CTL_WORDS + SERVE["seq"]) // 2
 _DST_WIDE = (CTL_WORDS + SERVE["dst"]) // 2  # (contract.py checks the pairing)
@@ -102,6 +102,8 @@ class ServedCalls:
     prefill_min_vertices: int = 1 << 17
     _server_refused: bool = False  # no block of the serving kernel fits on an SM
     _serve_grid: int = 0  # the serving kernel's blocks
+    _ctl_copy: Any = None  # device u32[CTL_WORDS]: the last served call's control block
+    _served_last: Any = None  # the _last of the last served call
     _reorders: bool
     _internal_ids: Any  # new_of_old, as a memoryview
     _kernels: dict[str, Any]
@@ -174,7 +176,15 @@ class ServedCalls:
             return False
         self._serve_grid = grid
         self._kernels["serve"] = kernel  # (the kernel's function holds its module)
+        with self._cp.cuda.Device(self._device_id):  # each call's control block, for stats
+            self._ctl_copy = self._cp.zeros(CTL_WORDS, dtype=self._cp.uint32)
         return True
+
+    def _read_stats(self) -> Any:
+        if self._last is self._served_last:  # the call's control block is on the device
+            with self._lock, self._cp.cuda.Device(self._device_id):
+                self._ctl_copy.get(out=self._host_ctl)
+        return super()._read_stats()  # type: ignore[misc]
 
     def _launch_shape(self, role: str) -> tuple[int, int]:
         if role == "serve":
@@ -243,11 +253,13 @@ class ServedCalls:
                 words[_NEXT_WIDE] = 0 if spare is None else spare.data.ptr | tag
         finally:
             self._serve_wait(seq)
-        if self._serve_u32[_ERROR]:  # (the host block starts with the control block's copy)
+        if self._serve_u32[_ERROR]:  # (a timed-out barrier's ERROR, which the kernel writes here)
             self._check_ctl(src, 1, timed=False)  # voids the engine and raises
-        self._last, self.last_stats = (src, None, None, 1), None  # as _check_ctl keeps them
-        if counted:
-            self._serve_arrivals += (self._serve_u32[_LEVELS_RUN] + 3) * self._serve_grid
+        # As _check_ctl keeps them; stats read the call's control block from the device.
+        self._last = self._served_last = (src, None, None, 1)
+        self.last_stats = None
+        if counted:  # the answer's high word: the barriers met since the launch
+            self._serve_arrivals = self._serve_u32[_ANSWER + 1] * self._serve_grid
         if fresh is not None:
             return fresh
         if out is None:
@@ -281,7 +293,8 @@ class ServedCalls:
                 self._state["ctl"].fill(0)
                 rules = (np.float64(self.eta), np.float64(self.beta), np.float64(self.alpha))
                 extra = (np.int32(-1), *rules, np.uint32(self.small_queue),
-                         np.uint64(self._host_block.ctypes.data))  # fmt: skip
+                         np.uint64(self._host_block.ctypes.data),
+                         np.uint64(self._ctl_copy.data.ptr))  # fmt: skip
                 self._launch("serve", extra, cooperative=True)
             self._serve_stream = stream
 
