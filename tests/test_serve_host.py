@@ -135,3 +135,31 @@ def test_a_resident_server_ends_before_its_barrier_counts_could_overflow():
     assert not resident_counts_full(2**32 - worst - 1, n, blocks)
     assert resident_counts_full(2**32 - worst, n, blocks)
     assert resident_counts_full(2**32, n, blocks)
+
+
+def test_the_next_array_is_left_out_when_memory_is_short():
+    """The next out="device" call's array is allocated after this call's post: out of device
+    memory, there is none (the next call allocates its own, before posting, and raises there);
+    anything else raised there goes up (the call waits for its answer first:
+    tests/test_serve_gpu.py)."""
+    import contextlib
+    from types import SimpleNamespace
+
+    class OutOfMemory(MemoryError):
+        pass
+
+    raised: list[BaseException] = []
+
+    def empty(n, dtype):
+        raise raised[0]
+
+    memory = SimpleNamespace(OutOfMemoryError=OutOfMemory)
+    cuda = SimpleNamespace(Device=lambda _: contextlib.nullcontext(), memory=memory)
+    fake = FakeServer(0, np.zeros(CTL_WORDS, dtype=np.uint32), None)
+    fake._cp = SimpleNamespace(cuda=cuda, empty=empty, int32=np.int32)
+    fake._device_id, fake.n = 0, 5
+    raised.append(OutOfMemory())
+    assert fake._new_spare() is None
+    raised[0] = KeyboardInterrupt()
+    with pytest.raises(KeyboardInterrupt):
+        fake._new_spare()
