@@ -1,0 +1,65 @@
+"""A served call against the timed traversal, in alternating rounds on one engine.
+
+    python3 benchmarks/probe_served.py twitch_FR s32_eager_resident_r128_pers \
+        --geometry 512:1 --ordering natural --rounds 3
+
+Each round times the traversal of every protocol source (CUDA events, ``stats.traversal_ms``),
+then the whole ``bfs(src, out="device")`` of every source inside ``engine.serving()`` (host
+clock, each call synchronized on the current stream, as the tuner's protocol times a served
+call). Prints one line, ``traversal/served`` means in us per round. To compare two trees, run
+it from each in turn (old, new, old, new) in one device call: the rounds of one process share
+a machine state that a second process may not (benchmarks/NOTES.md, session 25).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from run import Bench, _by_name
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("graph")
+    ap.add_argument("variant", help="a persistent variant")
+    ap.add_argument("--geometry", default="512:1", help="BLOCK:BLOCKS_PER_SM")
+    ap.add_argument("--eta", type=float, default=10.0)
+    ap.add_argument("--ordering", default=None, help="natural, jaccard, rcm (default: run.py's)")
+    ap.add_argument("--sources", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    import cupy as cp
+
+    from blest.tuning.protocol import warm_up
+
+    geometry = tuple(int(x) for x in args.geometry.split(":"))
+    bench = Bench.load(args.graph, args.sources, ordering=args.ordering)
+    sources = [int(s) for s in bench.sources]
+    stream = cp.cuda.get_current_stream()
+    rounds = []
+    with bench.engine(_by_name(args.variant), args.eta, geometry) as eng:
+        warm_up(eng, sources[0])
+        for _ in range(args.rounds):
+            eng.timing = True
+            traversal = []
+            for src in sources:
+                eng.bfs(src, out="view")
+                traversal.append(eng.stats.traversal_ms * 1e3)
+            eng.timing = False
+            served = []
+            with eng.serving():
+                eng.bfs(sources[0], out="device")  # starts the server
+                for src in sources:
+                    stream.synchronize()
+                    t0 = time.perf_counter()
+                    eng.bfs(src, out="device")
+                    stream.synchronize()
+                    served.append((time.perf_counter() - t0) * 1e6)
+            rounds.append(f"{np.mean(traversal):.1f}/{np.mean(served):.1f}")
+    print(f"{args.graph} {args.variant} {args.geometry} traversal/served us:", " ".join(rounds))
+
+
+if __name__ == "__main__":
+    main()
