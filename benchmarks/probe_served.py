@@ -5,39 +5,43 @@
 
 Each round times the traversal of every protocol source (CUDA events, ``stats.traversal_ms``),
 then the whole ``bfs(src, out="device")`` of every source inside ``engine.serving()`` (host
-clock, each call synchronized on the current stream, as the tuner's protocol times a served
-call). Prints one line, ``traversal/served`` means in us per round. To compare two trees, run
-it from each in turn (old, new, old, new) in one device call: the rounds of one process share
-a machine state that a second process may not (benchmarks/NOTES.md, session 25).
+clock, each call synchronized on the current stream: the tuner's protocol's own loop,
+``_served_whole_calls``). Prints one line, ``traversal/served`` means in us per round. To
+compare two trees, run it from each in turn (old, new, old, new) in one device call: the
+rounds of one process share a machine state that a second process may not (benchmarks/NOTES.md,
+session 25).
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 from run import Bench, _by_name
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def engine_arguments(description: str) -> argparse.ArgumentParser:
+    """The arguments of both served-call probes: a graph, a persistent variant and its setting."""
+    ap = argparse.ArgumentParser(description=description,
+                                 formatter_class=argparse.RawTextHelpFormatter)  # fmt: skip
     ap.add_argument("graph")
     ap.add_argument("variant", help="a persistent variant")
     ap.add_argument("--geometry", default="512:1", help="BLOCK:BLOCKS_PER_SM")
     ap.add_argument("--eta", type=float, default=10.0)
     ap.add_argument("--ordering", default=None, help="natural, jaccard, rcm (default: run.py's)")
+    return ap
+
+
+def main() -> None:
+    ap = engine_arguments(__doc__)
     ap.add_argument("--sources", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    import cupy as cp
-
-    from blest.tuning.protocol import warm_up
+    from blest.tuning.protocol import _served_whole_calls, warm_up
 
     geometry = tuple(int(x) for x in args.geometry.split(":"))
     bench = Bench.load(args.graph, args.sources, ordering=args.ordering)
     sources = [int(s) for s in bench.sources]
-    stream = cp.cuda.get_current_stream()
     rounds = []
     with bench.engine(_by_name(args.variant), args.eta, geometry) as eng:
         warm_up(eng, sources[0])
@@ -48,16 +52,8 @@ def main() -> None:
                 eng.bfs(src, out="view")
                 traversal.append(eng.stats.traversal_ms * 1e3)
             eng.timing = False
-            served = []
-            with eng.serving():
-                eng.bfs(sources[0], out="device")  # starts the server
-                for src in sources:
-                    stream.synchronize()
-                    t0 = time.perf_counter()
-                    eng.bfs(src, out="device")
-                    stream.synchronize()
-                    served.append((time.perf_counter() - t0) * 1e6)
-            rounds.append(f"{np.mean(traversal):.1f}/{np.mean(served):.1f}")
+            served = _served_whole_calls(eng, sources)  # the tuner's protocol, in ms
+            rounds.append(f"{np.mean(traversal):.1f}/{1e3 * np.mean(served):.1f}")
     print(f"{args.graph} {args.variant} {args.geometry} traversal/served us:", " ".join(rounds))
 
 

@@ -15,10 +15,10 @@ kernels are not the timed ones: read the split, not the sums.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
+from probe_served import engine_arguments
 from run import Bench, _by_name
 
 import blest.runtime.engine_serve as ENGINE_SERVE
@@ -67,12 +67,7 @@ def stamped(render):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("graph")
-    ap.add_argument("variant", help="a persistent variant")
-    ap.add_argument("--geometry", default="512:1", help="BLOCK:BLOCKS_PER_SM")
-    ap.add_argument("--eta", type=float, default=10.0)
-    ap.add_argument("--ordering", default=None, help="natural, jaccard, rcm (default: run.py's)")
+    ap = engine_arguments(__doc__)
     ap.add_argument("--calls", type=int, default=256)
     args = ap.parse_args()
     import cupy as cp
