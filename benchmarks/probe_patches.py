@@ -132,6 +132,20 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     ],
     "lb512": [("__launch_bounds__(1024) blest_bfs(", "__launch_bounds__(512, 1) blest_bfs(")],
     "lb128": [("__launch_bounds__(1024) blest_bfs(", "__launch_bounds__(128, 1) blest_bfs(")],
+    # session 26: the barrier's polls relaxed (no L1 invalidation each), one acquire fence after
+    "poll_relaxed": [
+        (
+            "const u64 seen = load_acquire(count);",
+            'u64 seen;\n        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];"'
+            ' : "=l"(seen) : "l"(count) : "memory");',
+        ),
+        (
+            "if ((seen & low) >= target) return seen;",
+            "if ((seen & low) >= target) {\n"
+            '            asm volatile("fence.acq_rel.gpu;" ::: "memory");\n'
+            "            return seen;\n        }",
+        ),
+    ],
     "barrier_watch1": [("#define BARRIER_WATCH_EVERY 64u", "#define BARRIER_WATCH_EVERY 1u")],
     "barrier_fences": [  # session 13's barrier: full fences around a relaxed arrival and poll
         ("add_release(count, 1ull);", "__threadfence();\n        atomicAdd(count, 1ull);"),

@@ -5,6 +5,7 @@ replaced by a recorder, so this runs without a GPU."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import types
 
@@ -44,7 +45,7 @@ def fake_cupy(monkeypatch):
     device = types.SimpleNamespace(synchronize=lambda: log.append(("sync",)))
     cuda = types.SimpleNamespace(Device=lambda *a: device)
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
-    monkeypatch.setattr(protocol, "warm_up", lambda engine, src, seconds=0.2: None)
+    monkeypatch.setattr(protocol, "warm_up", lambda engine, src, **kw: None)
     return log
 
 
@@ -104,3 +105,41 @@ def test_time_sources_times_whole_calls_back_to_back(fake_cupy, rng):
     assert samples.depth == want
     assert len(samples.whole_call_ms) == len(sources)
     assert np.all(np.asarray(samples.edges) > 0)
+
+
+class ServingEngine(RecordingEngine):
+    """A persistent engine whose ``serving()`` logs when it starts and ends."""
+
+    def __init__(self, graph, log):
+        super().__init__(graph, log)
+        self.spec = types.SimpleNamespace(name="serving", launch="persistent")
+
+    @contextlib.contextmanager
+    def serving(self):
+        self.log.append(("serve",))
+        yield
+        self.log.append(("served",))
+
+
+def test_served_calls_are_timed_after_a_warm_up_in_the_server(monkeypatch, rng):
+    """An engine's first ``serving()`` compiles its serving kernel while the GPU idles: the
+    timed served calls follow 0.2 s of warm-up calls inside the server (one call alone left the
+    first timed calls slow), and nothing in the server synchronizes the whole device (that
+    would wait for the server's end)."""
+    log: list[tuple] = []
+    stream = types.SimpleNamespace(synchronize=lambda: log.append(("stream",)))
+    device = types.SimpleNamespace(synchronize=lambda: log.append(("sync",)))
+    cuda = types.SimpleNamespace(Device=lambda *a: device, get_current_stream=lambda: stream)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    clock = iter(np.arange(0.0, 1e3, 0.03))  # each reading 30 ms after the last
+    monkeypatch.setattr(protocol.time, "perf_counter", lambda: float(next(clock)))
+    graph = make_power_law(rng, 200)
+    sources = [int(s) for s in protocol.timing_sources(graph, 8)]
+    walls = protocol._served_whole_calls(ServingEngine(graph, log), sources)
+    assert len(walls) == len(sources)
+    inside = log[log.index(("serve",)) + 1 : log.index(("served",))]
+    assert ("sync",) not in inside
+    calls = [e[1] for e in inside if e[0] == "bfs"]
+    assert calls[len(calls) - len(sources) :] == sources
+    warm = calls[: len(calls) - len(sources)]
+    assert len(warm) >= 0.2 / 0.03 - 1 and set(warm) == {sources[0]}

@@ -24,6 +24,7 @@ harmonic mean of the per-source TEPS (the TEPS of the total time over equal work
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -89,16 +90,20 @@ def edges_reached(graph: Graph, levels: np.ndarray) -> float:
     return arcs if graph.directed else arcs / 2.0
 
 
-def warm_up(engine: Any, src: int, seconds: float = 0.2) -> None:
-    """Run ``src`` until ``seconds`` have passed (at least once): after the idle gap of building
-    an engine the GPU's clocks need a moment, and a single warm-up call left the first variants
-    of a run up to 20% slow on latency-bound graphs (benchmarks/NOTES.md)."""
+def warm_up(
+    engine: Any, src: int, seconds: float = 0.2, synchronize: Callable[[], None] | None = None
+) -> None:
+    """Run ``src`` until ``seconds`` have passed (at least once), each call followed by
+    ``synchronize`` (default: the device's): after the idle gap of building an engine, or of
+    compiling its serving kernel, the GPU's clocks need a moment, and a single warm-up call left
+    the first variants of a run up to 20% slow on latency-bound graphs (benchmarks/NOTES.md)."""
     import cupy as cp
 
+    synchronize = synchronize or cp.cuda.Device().synchronize
     end = time.perf_counter() + seconds
     while True:
         engine.bfs(src, out="device")
-        cp.cuda.Device().synchronize()
+        synchronize()
         if time.perf_counter() >= end:
             return
 
@@ -232,9 +237,10 @@ def _timed_device_call(engine: Any, src: int) -> float:
 
 def _served_whole_calls(engine: Any, sources: list[int]) -> list[float]:
     """Host milliseconds of each ``bfs(src, out="device")`` inside ``engine.serving()``, back to
-    back after one call that starts the server, each synchronized on the current stream (a
-    device-wide synchronization would wait for the server's end); [] where the engine does not
-    serve (not a persistent GPU variant)."""
+    back after :func:`warm_up` (whose first call starts the server; an engine's first
+    ``serving()`` compiles the serving kernel, and the GPU idles meanwhile), each synchronized on
+    the current stream (a device-wide synchronization would wait for the server's end); [] where
+    the engine does not serve (not a persistent GPU variant)."""
     if getattr(getattr(engine, "spec", None), "launch", None) != "persistent":
         return []
     if not hasattr(engine, "serving"):
@@ -244,7 +250,7 @@ def _served_whole_calls(engine: Any, sources: list[int]) -> list[float]:
     stream = cp.cuda.get_current_stream()
     walls = []
     with engine.serving():
-        engine.bfs(sources[0], out="device")
+        warm_up(engine, sources[0], synchronize=stream.synchronize)
         for src in sources:
             stream.synchronize()
             t0 = time.perf_counter()
