@@ -56,6 +56,7 @@ from blest.runtime.engine_multi import GPUManySources, MultiSourceChoice
 from blest.runtime.engine_probes import EngineProbes
 from blest.runtime.engine_serve import UNSERVED, ServedCalls
 from blest.runtime.footprint import estimate_bytes, resident_bytes
+from blest.runtime.hot_buffers import hot_buffers
 from blest.runtime.msbfs import MSRunner
 from blest.runtime.protocol import BFSStats, Geometry
 
@@ -219,15 +220,15 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
 
     def _state_buffers(self, n_vss: int) -> dict[str, Any]:
         cp, spec, words = self._cp, self.spec, self._n_words
-        state: dict[str, Any] = {
-            "visited": cp.zeros(words, dtype=cp.uint32),
-            "frontier": cp.zeros(frontier_buffers(spec) * words, dtype=cp.uint32),
-        }
+        # Every level polls or hits these: one allocation, one layout (hot_buffers.py).
+        hot = [("ctl", CTL_WORDS), ("visited", words), ("frontier", frontier_buffers(spec) * words)]
         if spec.update == "lazy":
-            state["v_next"] = cp.zeros(words, dtype=cp.uint32)
+            hot.append(("v_next", words))
+        dirty_words = (words + 31) // 32
         if spec.dirty_sets:
-            dirty_words = (words + 31) // 32
-            state["dirty"] = cp.zeros(2 * dirty_words, dtype=cp.uint32)
+            hot.append(("dirty", 2 * dirty_words))
+        state: dict[str, Any] = hot_buffers(cp, [*hot, ("bottom_up_levels", words)])
+        if spec.dirty_sets:
             state["dirty_words"] = np.int32(dirty_words)
         if spec.queue == "vss":  # entries are {VSS id, slice set} pairs
             state["queue"] = cp.zeros(2 * queue_buffers(spec) * max(n_vss, 1), dtype=cp.int32)
@@ -235,8 +236,6 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
             hubs = max(self._max_hubs, 1)
             state["hub_queue"] = cp.zeros(2 * queue_buffers(spec) * hubs, dtype=cp.int64)
             state["max_hubs"] = np.int32(hubs)
-        state["ctl"] = cp.zeros(CTL_WORDS, dtype=cp.uint32)
-        state["bottom_up_levels"] = cp.zeros(words, dtype=cp.uint32)
         state["levels"] = cp.empty(self.n, dtype=cp.int32)  # internal ids
         state["level_clock"] = (
             cp.zeros(2 * (self.n + 2), dtype=cp.uint64) if self._record_levels else np.uint64(0)

@@ -26,4 +26,7 @@ def resident_from_sizes(n: int, nnz: int, spec: VariantSpec) -> int:
         return 8 * (n + 1) + 24 * nnz + 8 * n + 8 * spec.cluster * n
     slices = nnz  # at most one slice per arc
     csr = 8 * (n + 1) + 4 * nnz + n // 8 if spec.expand == "csr" else 0  # out-CSR (an upper bound)
-    return 4 * (slices + 32 * slices // spec.tau) + 20 * n + 12 * nnz + csr
+    # The hot buffers' alignment (hot_buffers.py): at most twice their n / 8 bytes a bitmap
+    # (seven at most), plus the smallest alignment and the pitch of each.
+    hot_slack = 2 * n + (1 << 18)
+    return 4 * (slices + 32 * slices // spec.tau) + 20 * n + 12 * nnz + csr + hot_slack
