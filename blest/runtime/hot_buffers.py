@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = ["ALIGN_MIN", "PITCH", "hot_buffers"]
 
-#: Bytes between the starts of two buffers (each starts on a multiple of it).
+#: Each buffer starts a multiple of this many bytes from the base.
 PITCH = 512
 #: The smallest alignment of the allocation's base.
 ALIGN_MIN = 1 << 17
