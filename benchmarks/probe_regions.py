@@ -2,6 +2,7 @@
 shared memory, with a grid barrier only every few levels. A prototype, not adopted.
 
     python3 benchmarks/probe_regions.py delaunay-20,luxembourg_osm --window=2,4,-4,-8
+    python3 benchmarks/probe_regions.py delaunay-20,luxembourg_osm --async-sleep 0,200
 
 The question: a delaunay-20 level on the grid costs ~4 us, of which ~1.55 us is the grid
 barrier and the level's fixed pieces, and the rest a chain of L2 round trips. How fast is a
@@ -23,6 +24,14 @@ a contiguous id range. Block r owns region r:
   every lower level. The traversal ends after a superstep in which no block had pending
   vertices left and none sent anything.
 
+``--async-sleep`` runs the asynchronous form instead (``regions_async``): no supersteps and no
+grid barrier. A block reads its mail count every level and adopts after it changes. The end
+is counted in one word: blocks active plus messages not yet taken. A sender adds its messages
+there before it raises the targets' counts, with a fence before and after. A receiver swaps
+them for its own 1 in one atomic. A block going idle takes its 1 off, and idle blocks poll
+their count and the word, backing off by the given nanoseconds. A 200 ms watchdog ends a
+hung run with an error.
+
 Levels are only ever set along real paths and every lowered vertex is expanded again, so they
 converge to the BFS levels (label correcting). Timed between two events: the barrier's reset
 and the kernel, which also writes the levels out and resets its region's ``mail_level`` for
@@ -30,9 +39,12 @@ the next call. Checked against SciPy. ``--trace`` prints each superstep's slowes
 block times are clock64 at the rated clock.
 
 Session 27 on an H100 (benchmarks/NOTES.md): delaunay-20 3.16 ms at best (D = -4) against
-1.73 ms for the grid's s32_eager_vss_pers. A superstep waits for its slowest block, which
-runs 2-3x D levels to catch up with mail a superstep late, at ~2.9 us a level (a region's
-frontier of ~200 vertices; 1.1 us on luxembourg_osm's few). Not adopted.
+1.66-1.73 ms for the grid's s32_eager_vss_pers. A superstep waits for its slowest block,
+which runs 2-3x D levels to catch up with mail a superstep late, at ~2.9 us a level (a
+region's frontier of ~200 vertices; 1.1 us on luxembourg_osm's few). The asynchronous form
+removes that wait and corrects almost nothing (1.004 expansions a vertex), but its level
+costs 4.9 us with the mail's fences and loads: delaunay-20 2.76-2.87 ms, luxembourg_osm
+1.89-1.99 (s8_block 1.59). Not adopted.
 """
 
 from __future__ import annotations
@@ -332,6 +344,262 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_bfs(
         if (r == 0) stats[0] = (u32)(s + 1);
     }
 }
+__device__ __forceinline__ unsigned long long now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#ifndef NO_FENCES
+__device__ __forceinline__ void fence_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+#else
+__device__ __forceinline__ void fence_gpu() {}  // timing only: unordered
+#endif
+__device__ __forceinline__ u32 load_relaxed(const u32* p) {
+    u32 v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// The asynchronous form: no supersteps. A block polls its mail count every level and adopts
+// after it changes; termination is counted in work[0] = blocks active + messages unconsumed
+// (a sender adds its messages before it raises the targets' counts; a receiver trades them for
+// its own activity in one atomic; a block going idle takes its 1 off). work[1]: the watchdog.
+extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_async(
+    const u32* __restrict__ ptr, const int* __restrict__ idx, const int* __restrict__ starts_g,
+    u32* mail_level, u32* count, u32* work, int* level_out, int src, int sleep_ns, u32* stats,
+    unsigned long long limit_ns)
+{
+    extern __shared__ u32 sm[];
+    u32* lvl = sm;
+    u32* rp = lvl + CAP;
+    int* fr = (int*)(rp + CAP + 1);
+    u32* pend = (u32*)(fr + CAP);
+    int* starts = (int*)(pend + CAP / 32);
+    u32* mask = (u32*)(starts + K + 1);
+    __shared__ int s_count[2], s_pushed[2], s_adopt, s_state;
+    __shared__ u32 s_next[2];
+
+    const int r = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
+    const int G = gridDim.x;
+    const unsigned long long t_begin = now_ns();
+    for (int i = tid; i <= G; i += THREADS) starts[i] = starts_g[i];
+    __syncthreads();
+    const int base = starts[r], size = starts[r + 1] - base;
+    const float inv_share = (float)G / (float)starts[G];
+    {
+        u32 p[PER];
+#pragma unroll
+        for (int q = 0; q < PER; ++q) {
+            const int i = q * THREADS + tid;
+            p[q] = i < size ? ptr[base + i] : 0u;
+        }
+#pragma unroll
+        for (int q = 0; q < PER; ++q) {
+            const int i = q * THREADS + tid;
+            if (i < size) { lvl[i] = (base + i == src) ? 0u : INF; rp[i] = p[q]; }
+        }
+    }
+    if (tid == 0) rp[size] = ptr[base + size];
+    for (int w = tid; w < CAP / 32; w += THREADS) {
+        const int i = src - base;
+        pend[w] = (i >= 0 && i < size && (i >> 5) == w) ? 1u << (i & 31) : 0u;
+    }
+    for (int w = tid; w < (K + 31) / 32; w += THREADS) mask[w] = 0u;
+    if (tid == 0) {
+        for (int c = 0; c < 2; ++c) { s_count[c] = 0; s_pushed[c] = 0; s_next[c] = INF; }
+        s_adopt = 0; s_state = 0;
+    }
+    __syncthreads();
+    u32 seen = 0;  // thread 0: the mail count consumed
+    u32 expanded = 0, local_levels = 0, idles = 0;
+    unsigned long long t_scan = 0, t_expand = 0, t_send = 0, t_idle = 0, tc = clk();
+    u32 lam = (src >= base && src < base + size) ? 0u : INF;
+    for (int j = 0;; ++j) {
+        const int c = j & 1;
+        // Step 1: the mail count (thread 0), read now and used at the level's end.
+        u32 cnt = 0;
+        if (tid == 0) cnt = load_relaxed(count + r);
+        // Step 2: adopt mail signalled last level (ordered after its count by a fence).
+        const bool adopt = s_adopt;
+        u32 l[PER], pw[PER];
+        {
+            u32 m[PER];
+#pragma unroll
+            for (int q = 0; q < PER; ++q) {
+                const int i = q * THREADS + tid;
+                m[q] = adopt && i < size ? __ldcg(mail_level + base + i) : INF;
+                l[q] = i < size ? lvl[i] : INF;
+            }
+#pragma unroll
+            for (int q = 0; q < PER; ++q) {
+                const int i = q * THREADS + tid;
+                const bool low = m[q] < l[q];
+                if (low) { lvl[i] = m[q]; l[q] = m[q]; }
+                const u32 bits = __ballot_sync(0xffffffffu, low);
+                if (lane == 0 && bits) pend[i >> 5] |= bits;  // a warp owns its word here
+            }
+            __syncwarp();
+#pragma unroll
+            for (int q = 0; q < PER; ++q) {
+                const int i = q * THREADS + tid;
+                pw[q] = i < size ? pend[i >> 5] : 0u;
+            }
+        }
+        // Step 3: this level's vertices (pending, at level lam), one shared atomic a warp.
+        {
+            u32 ballots[PER], m = INF;
+            int total = 0;
+#pragma unroll
+            for (int q = 0; q < PER; ++q) {
+                const bool p = (pw[q] >> lane) & 1u;
+                const bool take = p && l[q] == lam;
+                if (p && !take) m = min(m, l[q]);
+                ballots[q] = __ballot_sync(0xffffffffu, take);
+                total += __popc(ballots[q]);
+            }
+            int at = 0;
+            if (lane == 0 && total) at = atomicAdd(&s_count[c], total);
+            at = __shfl_sync(0xffffffffu, at, 0);
+#pragma unroll
+            for (int q = 0; q < PER; ++q) {
+                const int i = q * THREADS + tid;
+                if (ballots[q]) {
+                    if ((ballots[q] >> lane) & 1u)
+                        fr[at + __popc(ballots[q] & ((1u << lane) - 1u))] = i;
+                    if (lane == 0) pend[i >> 5] = pw[q] & ~ballots[q];
+                    at += __popc(ballots[q]);
+                }
+            }
+            m = __reduce_min_sync(0xffffffffu, m);
+            if (lane == 0 && m != INF) atomicMin(&s_next[c], m);
+        }
+        __syncthreads();
+        unsigned long long tn = clk(); t_scan += tn - tc; tc = tn;
+        const int f = s_count[c];
+        const u32 nl = lam + 1;
+        bool pushed = false;
+        for (int i = tid; i < f; i += THREADS) {
+            const int v = fr[i];
+            const u32 a0 = rp[v], a1 = rp[v + 1];
+            for (u32 a = a0; a < a1; a += ARCS) {
+                int h[ARCS];
+                u32 seen_l[ARCS];
+#pragma unroll
+                for (int q = 0; q < ARCS; ++q) h[q] = a + q < a1 ? __ldg(idx + a + q) : -1;
+#pragma unroll
+                for (int q = 0; q < ARCS; ++q) {
+                    const int lu = h[q] - base;
+                    seen_l[q] = (unsigned)lu < (unsigned)size ? lvl[lu] : INF;
+                }
+#pragma unroll
+                for (int q = 0; q < ARCS; ++q) {
+                    const int u = h[q];
+                    if (u < 0) continue;
+                    const int lu = u - base;
+                    if ((unsigned)lu < (unsigned)size) {
+                        if (seen_l[q] > nl) {
+                            lvl[lu] = nl;  // every store of this level writes nl
+                            atomicOr(pend + (lu >> 5), 1u << (lu & 31));
+                            pushed = true;
+                        }
+                    } else {
+                        red_min(mail_level + u, nl);
+                        int o = min((int)((float)u * inv_share), G - 1);
+                        while (starts[o] > u) --o;
+                        while (starts[o + 1] <= u) ++o;
+                        atomicOr(mask + (o >> 5), 1u << (o & 31));
+                    }
+                }
+            }
+        }
+        if (tid == 0) {
+            expanded += f;
+            s_count[c ^ 1] = 0; s_pushed[c ^ 1] = 0; s_next[c ^ 1] = INF;
+            // Mail that came during this level: adopt it next level, after a fence that
+            // orders the count's load before the levels' loads.
+            if (cnt != seen) {
+                fence_gpu();
+                atomicSub(work, cnt - seen);  // this block is active: work stays above 0
+                seen = cnt;
+                s_adopt = 1;
+            } else {
+                s_adopt = 0;
+            }
+        }
+        if (tid == 0 && (j & 63) == 63 && now_ns() - t_begin > limit_ns) {
+            atomicExch(work + 1, 1u);  // the watchdog: a bug, not a result
+            s_state = 1;
+        }
+        if (pushed) s_pushed[c] = 1;
+        __syncthreads();
+        if (s_state) break;
+        tn = clk(); t_expand += tn - tc; tc = tn;
+        ++local_levels;
+        // Messages of this level: counted in work before the targets' counts rise.
+        if (tid == 0) {
+            u32 sent = 0;
+            for (int w = 0; w < (K + 31) / 32; ++w) sent += __popc(mask[w]);
+            if (sent) {
+                fence_gpu();
+                atomicAdd(work, sent);
+                fence_gpu();
+                for (int w = 0; w < (K + 31) / 32; ++w) {
+                    u32 bits = mask[w];
+                    mask[w] = 0u;
+                    while (bits) {
+                        const int b = __ffs(bits) - 1;
+                        bits &= bits - 1;
+                        atomicAdd(count + w * 32 + b, 1u);
+                    }
+                }
+            }
+        }
+        tn = clk(); t_send += tn - tc; tc = tn;
+        lam = min(s_next[c], s_pushed[c] ? nl : INF);
+        if (lam != INF || s_adopt) continue;
+        // Idle: give back this block's 1, then wait for mail or for the end.
+        __syncthreads();  // thread 0's mask loop is done before anyone's next level
+        if (tid == 0) {
+            ++idles;
+            red_release(work, 0xffffffffu);  // -1
+            for (;;) {
+                const u32 now = load_acquire(count + r);
+                if (now != seen) {
+                    atomicAdd(work, 1u - (now - seen));
+                    seen = now;
+                    s_adopt = 1;
+                    s_state = 0;
+                    break;
+                }
+                if (load_acquire(work) == 0u) { s_state = 1; break; }
+                if (load_relaxed(work + 1) || now_ns() - t_begin > limit_ns) {
+                    atomicExch(work + 1, 1u);
+                    s_state = 1;
+                    break;
+                }
+                if (sleep_ns) __nanosleep(sleep_ns);
+            }
+        }
+        __syncthreads();
+        if (s_state) break;
+        tn = clk(); t_idle += tn - tc; tc = tn;
+        lam = INF;  // the adopted levels set the next one
+    }
+    for (int i = tid; i < size; i += THREADS) {
+        level_out[base + i] = lvl[i] == INF ? -1 : (int)lvl[i];
+        mail_level[base + i] = INF;
+    }
+    atomicAdd(stats + 1, expanded);
+    if (tid == 0) {
+        atomicAdd(stats + 3, local_levels);
+        atomicMax(stats + 2, local_levels);
+        atomicAdd(stats + 0, idles);
+        unsigned long long* t = (unsigned long long*)(stats + 8);
+        atomicAdd(t, t_scan); atomicAdd(t + 1, t_expand); atomicAdd(t + 2, t_send);
+        atomicAdd(t + 3, t_idle);
+    }
+}
+
 """
 
 
@@ -371,6 +639,84 @@ def regions(graph, k: int) -> tuple[Permutation, np.ndarray]:
     return perm, starts
 
 
+def want_levels(g, src: int) -> np.ndarray:
+    d = shortest_path(g.out_csr, unweighted=True, indices=int(src))
+    return np.where(np.isinf(d), -1, d).astype(np.int64)
+
+
+def run_async(mod, smem, k, n, ptr, idx, starts_d, level, sources, args, g) -> None:
+    """Time the asynchronous form at each idle back-off; check levels against SciPy."""
+    kernel = mod.get_function("regions_async")
+    kernel.max_dynamic_shared_size_bytes = smem
+    mail_level = cp.full(n, 0xFFFFFFFF, dtype=cp.uint32)
+    count = cp.zeros(k, dtype=cp.uint32)
+    work = cp.zeros(2, dtype=cp.uint32)
+    work_init = cp.asarray(np.array([k, 0], dtype=np.uint32))
+    stats = cp.zeros(16, dtype=cp.uint32)
+    khz = cp.cuda.Device().attributes["ClockRate"]
+    limit_ns = np.uint64(200_000_000)
+    for sleep in (int(x) for x in args.async_sleep.split(",")):
+        times, work_f, depth, total, most, idles, phases = [], [], [], [], [], [], []
+        for rep, src in enumerate([sources[0], *sources]):
+            level.fill(-7)
+            stats.fill(0)
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            count.fill(0)
+            work[...] = work_init
+            kernel(
+                (k,),
+                (args.threads,),
+                (
+                    ptr,
+                    idx,
+                    starts_d,
+                    mail_level,
+                    count,
+                    work,
+                    level,
+                    np.int32(src),
+                    np.int32(sleep),
+                    stats,
+                    limit_ns,
+                ),
+                shared_mem=smem,
+            )
+            stop.record()
+            stop.synchronize()
+            if int(work[1].get()):
+                raise SystemExit(f"async sleep {sleep} src {src}: the watchdog ended it")
+            if rep == 0:
+                continue
+            times.append(cp.cuda.get_elapsed_time(start, stop))
+            st = stats.get()
+            got = level.get()
+            work_f.append(int(st[1]) / max(int((got >= 0).sum()), 1))
+            total.append(int(st[3]) / k)
+            most.append(int(st[2]))
+            idles.append(int(st[0]))
+            phases.append(st[8:16].view(np.uint64) / khz * 1e3 / max(int(st[3]), 1))
+            depth.append(int(got.max()))
+            if rep <= args.check:
+                expect = want_levels(g, src)
+                if not np.array_equal(got, expect):
+                    bad = np.flatnonzero(got != expect)
+                    raise SystemExit(
+                        f"async sleep {sleep} src {src}: {bad.size} levels differ, e.g. "
+                        f"vertex {bad[0]}: {got[bad[0]]} against {expect[bad[0]]}"
+                    )
+        print(
+            f"  async, idle back-off {sleep} ns: mean {np.mean(times):.3f} ms, median "
+            f"{np.median(times):.3f}, min {np.min(times):.3f}; depth {np.mean(depth):.1f}; "
+            f"local levels a block {np.mean(total):.1f} (most {np.mean(most):.1f}); idle "
+            f"periods {np.mean(idles):.0f}; expansions per vertex {np.mean(work_f):.3f}; "
+            f"{1e3 * np.mean(times) / (np.mean(depth) + 1):.2f} us a level; "
+            f"{min(args.check, len(times))} checked; us a local level in scans, expansions, "
+            f"sends, idle: {' / '.join(f'{x:.2f}' for x in np.mean(phases, axis=0))}",
+            flush=True,
+        )
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("graphs", help="comma-separated anchor names")
@@ -383,6 +729,12 @@ def main() -> int:
     p.add_argument("--scan-bits", action="store_true", help="the first version's level scan")
     p.add_argument("--repeat", type=int, default=1, help="runs of each source, back to back")
     p.add_argument("--trace", type=int, default=0, help="1: superstep percentiles, 2: all")
+    p.add_argument("--no-fences", action="store_true", help="async timing only: unordered")
+    p.add_argument(
+        "--async-sleep",
+        default=None,
+        help="comma-separated idle back-offs in ns: run the asynchronous form instead",
+    )
     args = p.parse_args()
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     k = args.regions or sms
@@ -401,7 +753,9 @@ def main() -> int:
         code = (
             f"#define THREADS {args.threads}\n#define CAP {cap}\n#define K {k}\n"
             f"#define PER {per}\n#define ARCS {args.arcs}\n"
-            f"#define SCAN_BITS {int(args.scan_bits)}\n" + SOURCE
+            f"#define SCAN_BITS {int(args.scan_bits)}\n"
+            + ("#define NO_FENCES 1\n" if args.no_fences else "")
+            + SOURCE
         )
         mod = cp.RawModule(code=code, options=("-std=c++17", "-arch=sm_90"))
         kernel = mod.get_function("regions_bfs")
@@ -427,6 +781,9 @@ def main() -> int:
             f"{kernel.num_regs} registers, {smem} B shared",
             flush=True,
         )
+        if args.async_sleep is not None:
+            run_async(mod, smem, k, n, ptr, idx, starts_d, level, sources, args, g)
+            continue
         for window in (int(w) for w in args.window.split(",")):
             times, supers, work, depth, locs, parts, per_level = [], [], [], [], [], [], []
             runs = [sources[0]] + [x for x in sources for _ in range(args.repeat)]
