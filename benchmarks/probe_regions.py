@@ -3,6 +3,7 @@ shared memory, with a grid barrier only every few levels. A prototype, not adopt
 
     python3 benchmarks/probe_regions.py delaunay-20,luxembourg_osm --window=2,4,-4,-8
     python3 benchmarks/probe_regions.py delaunay-20,luxembourg_osm --async-sleep 0,200
+    python3 benchmarks/probe_regions.py delaunay-20,luxembourg_osm --async-sleep 0 --queue
 
 The question: a delaunay-20 level on the grid costs ~4 us, of which ~1.55 us is the grid
 barrier and the level's fixed pieces, and the rest a chain of L2 round trips. How fast is a
@@ -30,7 +31,9 @@ is counted in one word: blocks active plus messages not yet taken. A sender adds
 there before it raises the targets' counts, with a fence before and after. A receiver swaps
 them for its own 1 in one atomic. A block going idle takes its 1 off, and idle blocks poll
 their count and the word, backing off by the given nanoseconds. A 200 ms watchdog ends a
-hung run with an error.
+hung run with an error. ``--queue`` (``regions_queue``) replaces the level's scan of the region
+by two queues: a level expands the vertices queued by the last one, each at its own level
+(claims by ``atomicMin``), and adopted mail joins the queue whatever its level.
 
 Levels are only ever set along real paths and every lowered vertex is expanded again, so they
 converge to the BFS levels (label correcting). Timed between two events: the barrier's reset
@@ -44,7 +47,9 @@ which runs 2-3x D levels to catch up with mail a superstep late, at ~2.9 us a le
 region's frontier of ~200 vertices; 1.1 us on luxembourg_osm's few). The asynchronous form
 removes that wait and corrects almost nothing (1.004 expansions a vertex), but its level
 costs 4.9 us with the mail's fences and loads: delaunay-20 2.76-2.87 ms, luxembourg_osm
-1.89-1.99 (s8_block 1.59). Not adopted.
+1.89-1.99 (s8_block 1.59). The queue form's levels are cheaper, but mail a level late mixes
+two levels in one queue and doubles the work (1.98 expansions a vertex): delaunay-20 2.48 ms,
+luxembourg_osm 1.60. Not adopted.
 """
 
 from __future__ import annotations
@@ -600,6 +605,210 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_async(
     }
 }
 
+// The asynchronous form with queues: a level expands a queue of vertices (their own levels,
+// claims by atomicMin), so no level scans the region. A pending bit guards each queue entry.
+// Mail and termination as in regions_async; the last thread does both, off thread 0's work.
+extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_queue(
+    const u32* __restrict__ ptr, const int* __restrict__ idx, const int* __restrict__ starts_g,
+    u32* mail_level, u32* count, u32* work, int* level_out, int src, int sleep_ns, u32* stats,
+    unsigned long long limit_ns)
+{
+    extern __shared__ u32 sm[];
+    u32* lvl = sm;
+    u32* rp = lvl + CAP;
+    int* q0 = (int*)(rp + CAP + 1);
+    u32* pend = (u32*)(q0 + CAP);
+    int* starts = (int*)(pend + CAP / 32);
+    u32* mask = (u32*)(starts + K + 1);
+    int* q1 = (int*)(mask + (K + 31) / 32);
+    u32* mask1 = (u32*)(q1 + CAP);  // messages of odd levels (mask: even)
+    __shared__ int s_n[3], s_adopt[2], s_state;
+
+    const int r = blockIdx.x, tid = threadIdx.x;
+    const int G = gridDim.x;
+    const int LAST = THREADS - 1;
+    const unsigned long long t_begin = now_ns();
+    for (int i = tid; i <= G; i += THREADS) starts[i] = starts_g[i];
+    __syncthreads();
+    const int base = starts[r], size = starts[r + 1] - base;
+    const float inv_share = (float)G / (float)starts[G];
+    {
+        u32 p[PER];
+#pragma unroll
+        for (int q = 0; q < PER; ++q) {
+            const int i = q * THREADS + tid;
+            p[q] = i < size ? ptr[base + i] : 0u;
+        }
+#pragma unroll
+        for (int q = 0; q < PER; ++q) {
+            const int i = q * THREADS + tid;
+            if (i < size) { lvl[i] = (base + i == src) ? 0u : INF; rp[i] = p[q]; }
+        }
+    }
+    if (tid == 0) rp[size] = ptr[base + size];
+    const int mine = src - base;
+    const bool has_src = mine >= 0 && mine < size;
+    for (int w = tid; w < CAP / 32; w += THREADS)
+        pend[w] = (has_src && (mine >> 5) == w) ? 1u << (mine & 31) : 0u;
+    for (int w = tid; w < (K + 31) / 32; w += THREADS) { mask[w] = 0u; mask1[w] = 0u; }
+    if (tid == 0) {
+        q0[0] = mine;
+        s_n[0] = has_src ? 1 : 0; s_n[1] = 0; s_n[2] = 0;
+        s_adopt[0] = 0; s_adopt[1] = 0; s_state = 0;
+    }
+    __syncthreads();
+    u32 seen = 0;  // the last thread: the mail count consumed
+    u32 expanded = 0, local_levels = 0, idles = 0;
+    unsigned long long t_scan = 0, t_expand = 0, t_send = 0, t_idle = 0, tc = clk();
+    for (int j = 0;; ++j) {
+        int* cur = (j & 1) ? q1 : q0;
+        int* nxt = (j & 1) ? q0 : q1;
+        int* n_cur = s_n + j % 3;
+        int* n_nxt = s_n + (j + 1) % 3;
+        u32* sends = (j & 1) ? mask1 : mask;  // read and cleared after this level's end
+        u32 cnt = 0;
+        if (tid == LAST) cnt = load_relaxed(count + r);
+        if (s_adopt[j & 1]) {  // mail signalled last level: lower levels join this level's queue
+            u32 m[PER];
+#pragma unroll
+            for (int q = 0; q < PER; ++q) {
+                const int i = q * THREADS + tid;
+                m[q] = i < size ? __ldcg(mail_level + base + i) : INF;
+            }
+#pragma unroll
+            for (int q = 0; q < PER; ++q) {
+                const int i = q * THREADS + tid;
+                if (m[q] < INF && m[q] < lvl[i]) {
+                    lvl[i] = m[q];
+                    const u32 bit = 1u << (i & 31);
+                    if (!(atomicOr(pend + (i >> 5), bit) & bit)) cur[atomicAdd(n_cur, 1)] = i;
+                }
+            }
+            __syncthreads();
+        }
+        unsigned long long tn = clk(); t_scan += tn - tc; tc = tn;
+        const int f = *n_cur;
+        for (int e = tid; e < f; e += THREADS) {
+            const int v = cur[e];
+            atomicAnd(pend + (v >> 5), ~(1u << (v & 31)));  // dequeued before its level is read
+            const u32 nl = lvl[v] + 1u;
+            const u32 a0 = rp[v], a1 = rp[v + 1];
+            for (u32 a = a0; a < a1; a += ARCS) {
+                int h[ARCS];
+                u32 seen_l[ARCS];
+#pragma unroll
+                for (int q = 0; q < ARCS; ++q) h[q] = a + q < a1 ? __ldg(idx + a + q) : -1;
+#pragma unroll
+                for (int q = 0; q < ARCS; ++q) {
+                    const int lu = h[q] - base;
+                    seen_l[q] = (unsigned)lu < (unsigned)size ? lvl[lu] : INF;
+                }
+#pragma unroll
+                for (int q = 0; q < ARCS; ++q) {
+                    const int u = h[q];
+                    if (u < 0) continue;
+                    const int lu = u - base;
+                    if ((unsigned)lu < (unsigned)size) {
+                        if (seen_l[q] > nl && atomicMin(lvl + lu, nl) > nl) {
+                            const u32 bit = 1u << (lu & 31);
+                            if (!(atomicOr(pend + (lu >> 5), bit) & bit))
+                                nxt[atomicAdd(n_nxt, 1)] = lu;
+                        }
+                    } else {
+                        red_min(mail_level + u, nl);
+                        int o = min((int)((float)u * inv_share), G - 1);
+                        while (starts[o] > u) --o;
+                        while (starts[o + 1] <= u) ++o;
+                        atomicOr(sends + (o >> 5), 1u << (o & 31));
+                    }
+                }
+            }
+        }
+        if (tid == 0) {
+            expanded += f;
+            s_n[(j + 2) % 3] = 0;  // the queue after next: read by all before last level's end
+        }
+        if (tid == LAST) {
+            if (cnt != seen) {
+                fence_gpu();
+                atomicSub(work, cnt - seen);  // this block is active: work stays above 0
+                seen = cnt;
+                s_adopt[(j + 1) & 1] = 1;
+            } else {
+                s_adopt[(j + 1) & 1] = 0;
+            }
+            if ((j & 63) == 63 && now_ns() - t_begin > limit_ns) {
+                atomicExch(work + 1, 1u);  // the watchdog: a bug, not a result
+                s_state = 1;
+            }
+        }
+        __syncthreads();
+        if (s_state) break;
+        tn = clk(); t_expand += tn - tc; tc = tn;
+        ++local_levels;
+        if (tid == LAST) {  // messages of this level, counted before the targets' counts rise
+            u32 sent = 0;
+            for (int w = 0; w < (K + 31) / 32; ++w) sent += __popc(sends[w]);
+            if (sent) {
+                fence_gpu();
+                atomicAdd(work, sent);
+                fence_gpu();
+                for (int w = 0; w < (K + 31) / 32; ++w) {
+                    u32 bits = sends[w];
+                    sends[w] = 0u;
+                    while (bits) {
+                        const int b = __ffs(bits) - 1;
+                        bits &= bits - 1;
+                        atomicAdd(count + w * 32 + b, 1u);
+                    }
+                }
+            }
+        }
+        tn = clk(); t_send += tn - tc; tc = tn;
+        if (*n_nxt != 0 || s_adopt[(j + 1) & 1]) continue;
+        __syncthreads();  // the last thread's sends are done before anyone's next level
+        if (tid == LAST) {
+            ++idles;
+            red_release(work, 0xffffffffu);  // -1
+            for (;;) {
+                const u32 now = load_acquire(count + r);
+                if (now != seen) {
+                    atomicAdd(work, 1u - (now - seen));
+                    seen = now;
+                    s_adopt[(j + 1) & 1] = 1;
+                    s_state = 0;
+                    break;
+                }
+                if (load_acquire(work) == 0u) { s_state = 1; break; }
+                if (load_relaxed(work + 1) || now_ns() - t_begin > limit_ns) {
+                    atomicExch(work + 1, 1u);
+                    s_state = 1;
+                    break;
+                }
+                if (sleep_ns) __nanosleep(sleep_ns);
+            }
+        }
+        __syncthreads();
+        if (s_state) break;
+        tn = clk(); t_idle += tn - tc; tc = tn;
+    }
+    for (int i = tid; i < size; i += THREADS) {
+        level_out[base + i] = lvl[i] == INF ? -1 : (int)lvl[i];
+        mail_level[base + i] = INF;
+    }
+    atomicAdd(stats + 1, expanded);
+    if (tid == LAST) {
+        atomicAdd(stats + 3, local_levels);
+        atomicMax(stats + 2, local_levels);
+        atomicAdd(stats + 0, idles);
+    }
+    if (tid == 0) {
+        unsigned long long* t = (unsigned long long*)(stats + 8);
+        atomicAdd(t, t_scan); atomicAdd(t + 1, t_expand); atomicAdd(t + 2, t_send);
+        atomicAdd(t + 3, t_idle);
+    }
+}
+
 """
 
 
@@ -646,7 +855,7 @@ def want_levels(g, src: int) -> np.ndarray:
 
 def run_async(mod, smem, k, n, ptr, idx, starts_d, level, sources, args, g) -> None:
     """Time the asynchronous form at each idle back-off; check levels against SciPy."""
-    kernel = mod.get_function("regions_async")
+    kernel = mod.get_function("regions_queue" if args.queue else "regions_async")
     kernel.max_dynamic_shared_size_bytes = smem
     mail_level = cp.full(n, 0xFFFFFFFF, dtype=cp.uint32)
     count = cp.zeros(k, dtype=cp.uint32)
@@ -729,6 +938,7 @@ def main() -> int:
     p.add_argument("--scan-bits", action="store_true", help="the first version's level scan")
     p.add_argument("--repeat", type=int, default=1, help="runs of each source, back to back")
     p.add_argument("--trace", type=int, default=0, help="1: superstep percentiles, 2: all")
+    p.add_argument("--queue", action="store_true", help="async: the queue form")
     p.add_argument("--no-fences", action="store_true", help="async timing only: unordered")
     p.add_argument(
         "--async-sleep",
@@ -748,7 +958,9 @@ def main() -> int:
         sizes = np.diff(starts)
         cap = int(-(-sizes.max() // 32) * 32)
         kw = -(-k // 32) * 32
-        smem = 4 * (3 * cap + 1 + cap // 32 + k + 1 + kw // 32)
+        smem = 4 * (
+            3 * cap + 1 + cap // 32 + k + 1 + kw // 32 + ((cap + kw // 32) if args.queue else 0)
+        )
         per = -(-cap // args.threads)
         code = (
             f"#define THREADS {args.threads}\n#define CAP {cap}\n#define K {k}\n"
