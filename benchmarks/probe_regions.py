@@ -4,6 +4,7 @@ shared memory, with a grid barrier only every few levels. A prototype, not adopt
     python3 benchmarks/probe_regions.py delaunay-20,luxembourg_osm --window=2,4,-4,-8
     python3 benchmarks/probe_regions.py delaunay-20,luxembourg_osm --async-sleep 0,200
     python3 benchmarks/probe_regions.py delaunay-20,luxembourg_osm --async-sleep 0 --queue
+    python3 benchmarks/probe_regions.py delaunay-20,luxembourg_osm --sync
 
 The question: a delaunay-20 level on the grid costs ~4 us, of which ~1.55 us is the grid
 barrier and the level's fixed pieces, and the rest a chain of L2 round trips. How fast is a
@@ -33,7 +34,9 @@ them for its own 1 in one atomic. A block going idle takes its 1 off, and idle b
 their count and the word, backing off by the given nanoseconds. A 200 ms watchdog ends a
 hung run with an error. ``--queue`` (``regions_queue``) replaces the level's scan of the region
 by two queues: a level expands the vertices queued by the last one, each at its own level
-(claims by ``atomicMin``), and adopted mail joins the queue whatever its level.
+(claims by ``atomicMin``), and adopted mail joins the queue whatever its level. ``--sync``
+(``regions_sync``) is level-synchronous: a grid barrier every level, claims in shared memory
+by ``atomicCAS``, remote heads appended to their owner's inbox for the next level.
 
 Levels are only ever set along real paths and every lowered vertex is expanded again, so they
 converge to the BFS levels (label correcting). Timed between two events: the barrier's reset
@@ -49,7 +52,8 @@ removes that wait and corrects almost nothing (1.004 expansions a vertex), but i
 costs 4.9 us with the mail's fences and loads: delaunay-20 2.76-2.87 ms, luxembourg_osm
 1.89-1.99 (s8_block 1.59). The queue form's levels are cheaper, but mail a level late mixes
 two levels in one queue and doubles the work (1.98 expansions a vertex): delaunay-20 2.48 ms,
-luxembourg_osm 1.60. Not adopted.
+luxembourg_osm 1.60. The level-synchronous form costs 7.2 us a level on delaunay-20 (3.04 ms)
+and 3.3 on luxembourg_osm (3.45 ms). Not adopted.
 """
 
 from __future__ import annotations
@@ -809,6 +813,127 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_queue(
     }
 }
 
+// The level-synchronous form: one grid barrier a level, no label correcting. A level expands
+// the block's queue; a local head is claimed by atomicCAS on its shared level, a remote head
+// is appended to its owner's inbox for the next level (a global atomicAdd on the inbox's
+// count). After the barrier, a block claims its inbox's vertices into the new level's queue.
+// Inboxes and their counts alternate between two buffers by level parity.
+extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_sync(
+    const u32* __restrict__ ptr, const int* __restrict__ idx, const int* __restrict__ starts_g,
+    int* inbox, u32* inbox_n, int incap, u32* bar, int* level_out, int src, u32* stats)
+{
+    extern __shared__ u32 sm[];
+    u32* lvl = sm;
+    u32* rp = lvl + CAP;
+    int* q0 = (int*)(rp + CAP + 1);
+    int* q1 = q0 + CAP;
+    int* starts = q1 + CAP;
+    __shared__ int s_n[3], s_sent, s_total;
+
+    const int r = blockIdx.x, tid = threadIdx.x;
+    const int G = gridDim.x;
+    for (int i = tid; i <= G; i += THREADS) starts[i] = starts_g[i];
+    __syncthreads();
+    const int base = starts[r], size = starts[r + 1] - base;
+    const float inv_share = (float)G / (float)starts[G];
+    {
+        u32 p[PER];
+#pragma unroll
+        for (int q = 0; q < PER; ++q) {
+            const int i = q * THREADS + tid;
+            p[q] = i < size ? ptr[base + i] : 0u;
+        }
+#pragma unroll
+        for (int q = 0; q < PER; ++q) {
+            const int i = q * THREADS + tid;
+            if (i < size) { lvl[i] = (base + i == src) ? 0u : INF; rp[i] = p[q]; }
+        }
+    }
+    if (tid == 0) {
+        rp[size] = ptr[base + size];
+        const bool has_src = src >= base && src < base + size;
+        q0[0] = src - base;
+        s_n[0] = has_src ? 1 : 0; s_n[1] = 0; s_n[2] = 0;
+        s_sent = 0;
+    }
+    __syncthreads();
+    u32 expanded = 0, levels = 0;
+    for (u32 L = 0;; ++L) {
+        int* cur = (L & 1) ? q1 : q0;
+        int* nxt = (L & 1) ? q0 : q1;
+        int* n_cur = s_n + L % 3;
+        int* n_nxt = s_n + (L + 1) % 3;
+        if (L > 0) {  // the inbox: vertices of level L sent during level L - 1
+            const int slot = (int)((L + 1) & 1) * G + r;
+            const int nin = (int)__ldcg(inbox_n + slot);
+            for (int e = tid; e < nin; e += THREADS) {
+                const int lu = __ldcg(inbox + (size_t)slot * incap + e) - base;
+                if (lvl[lu] == INF && atomicCAS(lvl + lu, INF, L) == INF)
+                    cur[atomicAdd(n_cur, 1)] = lu;
+            }
+            __syncthreads();
+            if (tid == 0 && nin) inbox_n[slot] = 0u;  // refilled after the next barrier
+        }
+        const int f = *n_cur;
+        const u32 nl = L + 1;
+        bool sent = false;
+        const int out = (int)(L & 1) * G;
+        for (int e = tid; e < f; e += THREADS) {
+            const int v = cur[e];
+            const u32 a0 = rp[v], a1 = rp[v + 1];
+            for (u32 a = a0; a < a1; a += ARCS) {
+                int h[ARCS];
+                u32 seen_l[ARCS];
+#pragma unroll
+                for (int q = 0; q < ARCS; ++q) h[q] = a + q < a1 ? __ldg(idx + a + q) : -1;
+#pragma unroll
+                for (int q = 0; q < ARCS; ++q) {
+                    const int lu = h[q] - base;
+                    seen_l[q] = (unsigned)lu < (unsigned)size ? lvl[lu] : 0u;
+                }
+#pragma unroll
+                for (int q = 0; q < ARCS; ++q) {
+                    const int u = h[q];
+                    if (u < 0) continue;
+                    const int lu = u - base;
+                    if ((unsigned)lu < (unsigned)size) {
+                        if (seen_l[q] == INF && atomicCAS(lvl + lu, INF, nl) == INF)
+                            nxt[atomicAdd(n_nxt, 1)] = lu;
+                    } else {
+                        int o = min((int)((float)u * inv_share), G - 1);
+                        while (starts[o] > u) --o;
+                        while (starts[o + 1] <= u) ++o;
+                        const u32 pos = atomicAdd(inbox_n + out + o, 1u);
+                        if (pos < (u32)incap) inbox[(size_t)(out + o) * incap + pos] = u;
+                        else atomicExch(stats + 7, 1u);  // overflow: a sizing bug
+                        sent = true;
+                    }
+                }
+            }
+        }
+        if (sent) s_sent = 1;
+        if (tid == 0) { expanded += f; s_n[(L + 2) % 3] = 0; }
+        __syncthreads();
+        ++levels;
+        if (tid == 0) {
+            const u32 slot = 1 + L % 3;
+            if (*n_nxt || s_sent) atomicAdd(bar + slot, 1u);
+            s_sent = 0;
+            red_release(bar, 1u);
+            const u32 target = (L + 1) * (u32)G;
+            while (load_acquire(bar) < target) {}
+            s_total = (int)__ldcg(bar + slot);
+            if (r == 0) bar[1 + (L + 2) % 3] = 0u;
+        }
+        __syncthreads();
+        if (s_total == 0) break;
+    }
+    for (int i = tid; i < size; i += THREADS)
+        level_out[base + i] = lvl[i] == INF ? -1 : (int)lvl[i];
+    atomicAdd(stats + 1, expanded);
+    if (tid == 0) { atomicMax(stats + 2, levels); atomicAdd(stats + 3, levels); }
+}
+
 """
 
 
@@ -851,6 +976,56 @@ def regions(graph, k: int) -> tuple[Permutation, np.ndarray]:
 def want_levels(g, src: int) -> np.ndarray:
     d = shortest_path(g.out_csr, unweighted=True, indices=int(src))
     return np.where(np.isinf(d), -1, d).astype(np.int64)
+
+
+def run_sync(mod, k, cap, n, ptr, idx, starts_d, level, sources, args, g, incap) -> None:
+    """Time the level-synchronous form; check levels against SciPy."""
+    kernel = mod.get_function("regions_sync")
+    smem = 4 * (4 * cap + 1 + k + 1)
+    kernel.max_dynamic_shared_size_bytes = smem
+    inbox = cp.empty(2 * k * incap, dtype=cp.int32)
+    inbox_n = cp.zeros(2 * k, dtype=cp.uint32)
+    bar = cp.zeros(4, dtype=cp.uint32)
+    stats = cp.zeros(8, dtype=cp.uint32)
+    times, depth, most = [], [], []
+    for rep, src in enumerate([sources[0], *sources]):
+        level.fill(-7)
+        stats.fill(0)
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        bar.fill(0)
+        kernel(
+            (k,),
+            (args.threads,),
+            (ptr, idx, starts_d, inbox, inbox_n, np.int32(incap), bar, level, np.int32(src), stats),
+            shared_mem=smem,
+        )
+        stop.record()
+        stop.synchronize()
+        st = stats.get()
+        if st[7]:
+            raise SystemExit(f"sync src {src}: an inbox overflowed")
+        if rep == 0:
+            continue
+        times.append(cp.cuda.get_elapsed_time(start, stop))
+        got = level.get()
+        depth.append(int(got.max()))
+        most.append(int(st[2]))
+        if rep <= args.check:
+            expect = want_levels(g, src)
+            if not np.array_equal(got, expect):
+                bad = np.flatnonzero(got != expect)
+                raise SystemExit(
+                    f"sync src {src}: {bad.size} levels differ, e.g. vertex {bad[0]}: "
+                    f"{got[bad[0]]} against {expect[bad[0]]}"
+                )
+    print(
+        f"  level-synchronous: mean {np.mean(times):.3f} ms, median {np.median(times):.3f}, "
+        f"min {np.min(times):.3f}; depth {np.mean(depth):.1f}, levels run {np.mean(most):.1f};"
+        f" {1e3 * np.mean(times) / (np.mean(most)):.2f} us a level; "
+        f"{min(args.check, len(times))} checked",
+        flush=True,
+    )
 
 
 def run_async(mod, smem, k, n, ptr, idx, starts_d, level, sources, args, g) -> None:
@@ -939,6 +1114,7 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=1, help="runs of each source, back to back")
     p.add_argument("--trace", type=int, default=0, help="1: superstep percentiles, 2: all")
     p.add_argument("--queue", action="store_true", help="async: the queue form")
+    p.add_argument("--sync", action="store_true", help="the level-synchronous form")
     p.add_argument("--no-fences", action="store_true", help="async timing only: unordered")
     p.add_argument(
         "--async-sleep",
@@ -993,6 +1169,17 @@ def main() -> int:
             f"{kernel.num_regs} registers, {smem} B shared",
             flush=True,
         )
+        if args.sync:
+            incap = (
+                int(
+                    np.bincount(
+                        owner[g.out_idx][owner[rows] != owner[g.out_idx]], minlength=k
+                    ).max()
+                )
+                + 32
+            )
+            run_sync(mod, k, cap, n, ptr, idx, starts_d, level, sources, args, g, incap)
+            continue
         if args.async_sleep is not None:
             run_async(mod, smem, k, n, ptr, idx, starts_d, level, sources, args, g)
             continue
