@@ -36,7 +36,8 @@ hung run with an error. ``--queue`` (``regions_queue``) replaces the level's sca
 by two queues: a level expands the vertices queued by the last one, each at its own level
 (claims by ``atomicMin``), and adopted mail joins the queue whatever its level. ``--sync``
 (``regions_sync``) is level-synchronous: a grid barrier every level, claims in shared memory
-by ``atomicCAS``, remote heads appended to their owner's inbox for the next level.
+by ``atomicCAS``, remote heads appended to their owner's inbox for the next level; ``--agg``
+pushes them with one atomic a warp (shared) or a warp's owner (global).
 
 Levels are only ever set along real paths and every lowered vertex is expanded again, so they
 converge to the BFS levels (label correcting). Timed between two events: the barrier's reset
@@ -878,6 +879,59 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_sync(
         const u32 nl = L + 1;
         bool sent = false;
         const int out = (int)(L & 1) * G;
+#if AGG
+        // Warp-converged: a lane a vertex, the warp's arcs in rounds of ARCS; claims pushed
+        // with one shared atomic a warp and round, remote heads with one global atomic per
+        // owner among the warp's lanes (__match_any_sync).
+        const int lane = tid & 31;
+        for (int e0 = tid & ~31; e0 < f; e0 += THREADS) {
+            const int e = e0 + lane;
+            const bool has = e < f;
+            const int v = has ? cur[e] : 0;
+            const u32 a0 = has ? rp[v] : 0u, a1 = has ? rp[v + 1] : 0u;
+            for (u32 k = 0;; k += ARCS) {
+                if (!__any_sync(0xffffffffu, a0 + k < a1)) break;
+                int h[ARCS];
+#pragma unroll
+                for (int q = 0; q < ARCS; ++q)
+                    h[q] = a0 + k + q < a1 ? __ldg(idx + a0 + k + q) : -1;
+#pragma unroll
+                for (int q = 0; q < ARCS; ++q) {
+                    const int u = h[q];
+                    const int lu = u - base;
+                    const bool local = u >= 0 && (unsigned)lu < (unsigned)size;
+                    const bool claim =
+                        local && lvl[lu] == INF && atomicCAS(lvl + lu, INF, nl) == INF;
+                    const u32 bal = __ballot_sync(0xffffffffu, claim);
+                    if (bal) {
+                        int at = 0;
+                        if (lane == __ffs(bal) - 1) at = atomicAdd(n_nxt, __popc(bal));
+                        at = __shfl_sync(0xffffffffu, at, __ffs(bal) - 1);
+                        if (claim) nxt[at + __popc(bal & ((1u << lane) - 1u))] = lu;
+                    }
+                    const bool remote = u >= 0 && !local;
+                    int o = -1;
+                    if (remote) {
+                        o = min((int)((float)u * inv_share), G - 1);
+                        while (starts[o] > u) --o;
+                        while (starts[o + 1] <= u) ++o;
+                    }
+                    const u32 peers = __match_any_sync(0xffffffffu, o);
+                    if (remote) {
+                        const int leader = __ffs(peers) - 1;
+                        u32 pos = 0;
+                        if (lane == leader)
+                            pos = atomicAdd(inbox_n + out + o, (u32)__popc(peers));
+                        pos = __shfl_sync(peers, pos, leader)
+                            + __popc(peers & ((1u << lane) - 1u));
+                        if (pos < (u32)incap) inbox[(size_t)(out + o) * incap + pos] = u;
+                        else atomicExch(stats + 7, 1u);  // overflow: a sizing bug
+                        sent = true;
+                    }
+                }
+            }
+        }
+#else
         for (int e = tid; e < f; e += THREADS) {
             const int v = cur[e];
             const u32 a0 = rp[v], a1 = rp[v + 1];
@@ -911,6 +965,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_sync(
                 }
             }
         }
+#endif
         if (sent) s_sent = 1;
         if (tid == 0) { expanded += f; s_n[(L + 2) % 3] = 0; }
         __syncthreads();
@@ -1115,6 +1170,7 @@ def main() -> int:
     p.add_argument("--trace", type=int, default=0, help="1: superstep percentiles, 2: all")
     p.add_argument("--queue", action="store_true", help="async: the queue form")
     p.add_argument("--sync", action="store_true", help="the level-synchronous form")
+    p.add_argument("--agg", action="store_true", help="sync: warp-aggregated pushes")
     p.add_argument("--no-fences", action="store_true", help="async timing only: unordered")
     p.add_argument(
         "--async-sleep",
@@ -1141,7 +1197,7 @@ def main() -> int:
         code = (
             f"#define THREADS {args.threads}\n#define CAP {cap}\n#define K {k}\n"
             f"#define PER {per}\n#define ARCS {args.arcs}\n"
-            f"#define SCAN_BITS {int(args.scan_bits)}\n"
+            f"#define SCAN_BITS {int(args.scan_bits)}\n#define AGG {int(args.agg)}\n"
             + ("#define NO_FENCES 1\n" if args.no_fences else "")
             + SOURCE
         )
