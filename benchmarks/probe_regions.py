@@ -1215,13 +1215,13 @@ def main() -> int:
         dbg = cp.zeros(4 * 4096, dtype=cp.uint32)
         khz = cp.cuda.Device().attributes["ClockRate"]
         sources = perm.new_of_old[timing_sources(graph, args.sources)]
-        cut = int(g.out_idx.size)
+        arcs = int(g.out_idx.size)
         rows = np.repeat(np.arange(n), np.diff(g.out_ptr))
         owner = np.searchsorted(starts, np.arange(n), side="right") - 1
         remote = int((owner[rows] != owner[g.out_idx]).sum())
         print(
-            f"{name}: n {n}, arcs {cut}, {k} regions of {sizes.min()}-{sizes.max()} vertices, "
-            f"{remote / max(cut, 1):.3f} of arcs cross; partition {t_part:.1f} s; "
+            f"{name}: n {n}, arcs {arcs}, {k} regions of {sizes.min()}-{sizes.max()} vertices, "
+            f"{remote / max(arcs, 1):.3f} of arcs cross; partition {t_part:.1f} s; "
             f"{kernel.num_regs} registers, {smem} B shared",
             flush=True,
         )
