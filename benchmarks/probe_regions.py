@@ -88,6 +88,38 @@ __device__ __forceinline__ u32 load_acquire(const u32* p) {
     return v;
 }
 
+// The region starts, copied to shared memory (every thread waits for them).
+__device__ __forceinline__ void load_starts(const int* starts_g, int* starts, int G) {
+    for (int i = threadIdx.x; i <= G; i += THREADS) starts[i] = starts_g[i];
+    __syncthreads();
+}
+
+// The region's levels (INF but the source's 0) and its row offsets, into shared memory; the
+// loads are all issued before the first store. The caller synchronizes before use.
+__device__ __forceinline__ void load_region(const u32* __restrict__ ptr, u32* lvl, u32* rp,
+                                            int base, int size, int src) {
+    u32 p[PER];
+#pragma unroll
+    for (int q = 0; q < PER; ++q) {
+        const int i = q * THREADS + threadIdx.x;
+        p[q] = i < size ? ptr[base + i] : 0u;
+    }
+#pragma unroll
+    for (int q = 0; q < PER; ++q) {
+        const int i = q * THREADS + threadIdx.x;
+        if (i < size) { lvl[i] = (base + i == src) ? 0u : INF; rp[i] = p[q]; }
+    }
+    if (threadIdx.x == 0) rp[size] = ptr[base + size];
+}
+
+// The region of vertex u: starts[o] <= u < starts[o + 1], searched from an even split.
+__device__ __forceinline__ int owner_of(int u, const int* starts, int G, float inv_share) {
+    int o = min((int)((float)u * inv_share), G - 1);
+    while (starts[o] > u) --o;
+    while (starts[o + 1] <= u) ++o;
+    return o;
+}
+
 // Shared memory: lvl[CAP], rp[CAP + 1], fr[CAP], pend[CAP / 32], starts[K + 1], mask[K / 32].
 extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_bfs(
     const u32* __restrict__ ptr, const int* __restrict__ idx, const int* __restrict__ starts_g,
@@ -106,25 +138,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_bfs(
 
     const int r = blockIdx.x, tid = threadIdx.x;
     const int G = gridDim.x;
-    for (int i = tid; i <= G; i += THREADS) starts[i] = starts_g[i];
-    __syncthreads();
+    load_starts(starts_g, starts, G);
     const int base = starts[r], size = starts[r + 1] - base;
     const int words = (size + 31) >> 5;
     const float inv_share = (float)G / (float)starts[G];
-    {
-        u32 p[PER];
-#pragma unroll
-        for (int q = 0; q < PER; ++q) {
-            const int i = tid + q * THREADS;
-            p[q] = i < size ? ptr[base + i] : 0u;
-        }
-#pragma unroll
-        for (int q = 0; q < PER; ++q) {
-            const int i = tid + q * THREADS;
-            if (i < size) { lvl[i] = (base + i == src) ? 0u : INF; rp[i] = p[q]; }
-        }
-    }
-    if (tid == 0) rp[size] = ptr[base + size];
+    load_region(ptr, lvl, rp, base, size, src);
     for (int w = tid; w < words; w += THREADS) {
         const int i = src - base;
         pend[w] = (i >= 0 && i < size && (i >> 5) == w) ? 1u << (i & 31) : 0u;
@@ -286,9 +304,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_bfs(
                         } else {
                             red_min(mail_level + u, nl);
                             // The owner: starts[o] <= u < starts[o + 1], near an even split.
-                            int o = min((int)((float)u * inv_share), G - 1);
-                            while (starts[o] > u) --o;
-                            while (starts[o + 1] <= u) ++o;
+                            const int o = owner_of(u, starts, G, inv_share);
                             atomicOr(mask + (o >> 5), 1u << (o & 31));
                             sent = true;
                         }
@@ -392,24 +408,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_async(
     const int r = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
     const int G = gridDim.x;
     const unsigned long long t_begin = now_ns();
-    for (int i = tid; i <= G; i += THREADS) starts[i] = starts_g[i];
-    __syncthreads();
+    load_starts(starts_g, starts, G);
     const int base = starts[r], size = starts[r + 1] - base;
     const float inv_share = (float)G / (float)starts[G];
-    {
-        u32 p[PER];
-#pragma unroll
-        for (int q = 0; q < PER; ++q) {
-            const int i = q * THREADS + tid;
-            p[q] = i < size ? ptr[base + i] : 0u;
-        }
-#pragma unroll
-        for (int q = 0; q < PER; ++q) {
-            const int i = q * THREADS + tid;
-            if (i < size) { lvl[i] = (base + i == src) ? 0u : INF; rp[i] = p[q]; }
-        }
-    }
-    if (tid == 0) rp[size] = ptr[base + size];
+    load_region(ptr, lvl, rp, base, size, src);
     for (int w = tid; w < CAP / 32; w += THREADS) {
         const int i = src - base;
         pend[w] = (i >= 0 && i < size && (i >> 5) == w) ? 1u << (i & 31) : 0u;
@@ -514,9 +516,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_async(
                         }
                     } else {
                         red_min(mail_level + u, nl);
-                        int o = min((int)((float)u * inv_share), G - 1);
-                        while (starts[o] > u) --o;
-                        while (starts[o + 1] <= u) ++o;
+                        const int o = owner_of(u, starts, G, inv_share);
                         atomicOr(mask + (o >> 5), 1u << (o & 31));
                     }
                 }
@@ -633,24 +633,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_queue(
     const int G = gridDim.x;
     const int LAST = THREADS - 1;
     const unsigned long long t_begin = now_ns();
-    for (int i = tid; i <= G; i += THREADS) starts[i] = starts_g[i];
-    __syncthreads();
+    load_starts(starts_g, starts, G);
     const int base = starts[r], size = starts[r + 1] - base;
     const float inv_share = (float)G / (float)starts[G];
-    {
-        u32 p[PER];
-#pragma unroll
-        for (int q = 0; q < PER; ++q) {
-            const int i = q * THREADS + tid;
-            p[q] = i < size ? ptr[base + i] : 0u;
-        }
-#pragma unroll
-        for (int q = 0; q < PER; ++q) {
-            const int i = q * THREADS + tid;
-            if (i < size) { lvl[i] = (base + i == src) ? 0u : INF; rp[i] = p[q]; }
-        }
-    }
-    if (tid == 0) rp[size] = ptr[base + size];
+    load_region(ptr, lvl, rp, base, size, src);
     const int mine = src - base;
     const bool has_src = mine >= 0 && mine < size;
     for (int w = tid; w < CAP / 32; w += THREADS)
@@ -721,9 +707,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_queue(
                         }
                     } else {
                         red_min(mail_level + u, nl);
-                        int o = min((int)((float)u * inv_share), G - 1);
-                        while (starts[o] > u) --o;
-                        while (starts[o + 1] <= u) ++o;
+                        const int o = owner_of(u, starts, G, inv_share);
                         atomicOr(sends + (o >> 5), 1u << (o & 31));
                     }
                 }
@@ -833,25 +817,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_sync(
 
     const int r = blockIdx.x, tid = threadIdx.x;
     const int G = gridDim.x;
-    for (int i = tid; i <= G; i += THREADS) starts[i] = starts_g[i];
-    __syncthreads();
+    load_starts(starts_g, starts, G);
     const int base = starts[r], size = starts[r + 1] - base;
     const float inv_share = (float)G / (float)starts[G];
-    {
-        u32 p[PER];
-#pragma unroll
-        for (int q = 0; q < PER; ++q) {
-            const int i = q * THREADS + tid;
-            p[q] = i < size ? ptr[base + i] : 0u;
-        }
-#pragma unroll
-        for (int q = 0; q < PER; ++q) {
-            const int i = q * THREADS + tid;
-            if (i < size) { lvl[i] = (base + i == src) ? 0u : INF; rp[i] = p[q]; }
-        }
-    }
+    load_region(ptr, lvl, rp, base, size, src);
     if (tid == 0) {
-        rp[size] = ptr[base + size];
         const bool has_src = src >= base && src < base + size;
         q0[0] = src - base;
         s_n[0] = has_src ? 1 : 0; s_n[1] = 0; s_n[2] = 0;
@@ -912,9 +882,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_sync(
                     const bool remote = u >= 0 && !local;
                     int o = -1;
                     if (remote) {
-                        o = min((int)((float)u * inv_share), G - 1);
-                        while (starts[o] > u) --o;
-                        while (starts[o + 1] <= u) ++o;
+                        o = owner_of(u, starts, G, inv_share);
                     }
                     const u32 peers = __match_any_sync(0xffffffffu, o);
                     if (remote) {
@@ -954,9 +922,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) regions_sync(
                         if (seen_l[q] == INF && atomicCAS(lvl + lu, INF, nl) == INF)
                             nxt[atomicAdd(n_nxt, 1)] = lu;
                     } else {
-                        int o = min((int)((float)u * inv_share), G - 1);
-                        while (starts[o] > u) --o;
-                        while (starts[o + 1] <= u) ++o;
+                        const int o = owner_of(u, starts, G, inv_share);
                         const u32 pos = atomicAdd(inbox_n + out + o, 1u);
                         if (pos < (u32)incap) inbox[(size_t)(out + o) * incap + pos] = u;
                         else atomicExch(stats + 7, 1u);  // overflow: a sizing bug
@@ -1028,9 +994,16 @@ def regions(graph, k: int) -> tuple[Permutation, np.ndarray]:
     return perm, starts
 
 
-def want_levels(g, src: int) -> np.ndarray:
+def check_levels(g, src: int, got: np.ndarray, what: str) -> None:
+    """Stop with the first difference if ``got`` is not SciPy's BFS levels from ``src``."""
     d = shortest_path(g.out_csr, unweighted=True, indices=int(src))
-    return np.where(np.isinf(d), -1, d).astype(np.int64)
+    want = np.where(np.isinf(d), -1, d).astype(np.int64)
+    if not np.array_equal(got, want):
+        bad = np.flatnonzero(got != want)
+        raise SystemExit(
+            f"{what} src {src}: {bad.size} levels differ, e.g. vertex {bad[0]}: "
+            f"{got[bad[0]]} against {want[bad[0]]}"
+        )
 
 
 def run_sync(mod, k, cap, n, ptr, idx, starts_d, level, sources, args, g, incap) -> None:
@@ -1067,13 +1040,7 @@ def run_sync(mod, k, cap, n, ptr, idx, starts_d, level, sources, args, g, incap)
         depth.append(int(got.max()))
         most.append(int(st[2]))
         if rep <= args.check:
-            expect = want_levels(g, src)
-            if not np.array_equal(got, expect):
-                bad = np.flatnonzero(got != expect)
-                raise SystemExit(
-                    f"sync src {src}: {bad.size} levels differ, e.g. vertex {bad[0]}: "
-                    f"{got[bad[0]]} against {expect[bad[0]]}"
-                )
+            check_levels(g, src, got, "sync")
     print(
         f"  level-synchronous: mean {np.mean(times):.3f} ms, median {np.median(times):.3f}, "
         f"min {np.min(times):.3f}; depth {np.mean(depth):.1f}, levels run {np.mean(most):.1f};"
@@ -1137,13 +1104,7 @@ def run_async(mod, smem, k, n, ptr, idx, starts_d, level, sources, args, g) -> N
             phases.append(st[8:16].view(np.uint64) / khz * 1e3 / max(int(st[3]), 1))
             depth.append(int(got.max()))
             if rep <= args.check:
-                expect = want_levels(g, src)
-                if not np.array_equal(got, expect):
-                    bad = np.flatnonzero(got != expect)
-                    raise SystemExit(
-                        f"async sleep {sleep} src {src}: {bad.size} levels differ, e.g. "
-                        f"vertex {bad[0]}: {got[bad[0]]} against {expect[bad[0]]}"
-                    )
+                check_levels(g, src, got, f"async sleep {sleep}")
         print(
             f"  async, idle back-off {sleep} ns: mean {np.mean(times):.3f} ms, median "
             f"{np.median(times):.3f}, min {np.min(times):.3f}; depth {np.mean(depth):.1f}; "
@@ -1297,14 +1258,7 @@ def main() -> int:
                         for row, u in zip(tr, us, strict=True):
                             print(f"    {u:8.2f} {row[1]:4d} {row[2]:5d} {row[3]:4d}")
                 if rep <= args.check:
-                    d = shortest_path(g.out_csr, unweighted=True, indices=int(src))
-                    want = np.where(np.isinf(d), -1, d).astype(np.int64)
-                    if not np.array_equal(got, want):
-                        bad = np.flatnonzero(got != want)
-                        raise SystemExit(
-                            f"{name} D {window} src {src}: {bad.size} levels differ, e.g. "
-                            f"vertex {bad[0]}: {got[bad[0]]} against {want[bad[0]]}"
-                        )
+                    check_levels(g, src, got, f"{name} D {window}")
             print(
                 f"  D {window:3d}: mean {np.mean(times):.3f} ms, median {np.median(times):.3f},"
                 f" min {np.min(times):.3f}; depth {np.mean(depth):.1f}, supersteps "
