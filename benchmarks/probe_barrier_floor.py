@@ -12,7 +12,10 @@ Each row runs `iters` levels of a kernel made of the pieces named (globaltimer, 
   word (a lane per word, acquire loads) until all have it;
 - ``top``: thread 0 loads five counters from L2 and shares them (read_level_top);
 - ``flush``: a block sum and two no-return atomics on one shared counter line (flush_fresh);
-- ``clear``: every thread stores one word of a 32K-word array (clear_old_frontier).
+- ``clear``: every thread stores one word of a 32K-word array (clear_old_frontier);
+- ``cluster``: with ``--cluster C``, the kernel is compiled with ``__cluster_dims__(C)`` and the
+  level meets at a cluster barrier (``barrier.cluster.arrive.release`` and
+  ``wait.acquire``), the hardware's barrier of the C blocks of one cluster.
 The rows print microseconds per level. The pieces are written here, in this file's own kernel:
 none of the engine's templates is used, so the figures stay comparable from tree to tree.
 """
@@ -49,7 +52,10 @@ __device__ __forceinline__ u32 load_acquire32(const u32* p) {
     return v;
 }
 
-extern "C" __global__ void floor_levels(u64* count, u32* flags, u32* ctl, u32* words,
+#ifndef CLUSTER_DIMS
+#define CLUSTER_DIMS
+#endif
+extern "C" __global__ void CLUSTER_DIMS floor_levels(u64* count, u32* flags, u32* ctl, u32* words,
                                         u64* out, int iters, int pieces) {
     __shared__ u32 shared_top;
     __shared__ u32 warp_part[32];
@@ -85,6 +91,10 @@ extern "C" __global__ void floor_levels(u64* count, u32* flags, u32* ctl, u32* w
             }
             __syncthreads();
         }
+        if (pieces & 32) {  // cluster: the cluster's hardware barrier
+            asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                         "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+        }
         if (pieces & 2) {  // flags: a word per block
             __syncthreads();
             if (threadIdx.x < 32) {
@@ -103,7 +113,7 @@ extern "C" __global__ void floor_levels(u64* count, u32* flags, u32* ctl, u32* w
 }
 """
 
-PIECES = {"barrier": 1, "flags": 2, "top": 4, "flush": 8, "clear": 16}
+PIECES = {"barrier": 1, "flags": 2, "top": 4, "flush": 8, "clear": 16, "cluster": 32}
 ROWS = [
     "barrier",
     "flags",
@@ -112,6 +122,7 @@ ROWS = [
     "barrier+top+flush+clear",
     "flags+top+flush+clear",
 ]
+CLUSTER_ROWS = ["barrier", "cluster", "cluster+top", "cluster+top+flush+clear"]
 
 
 def main() -> None:
@@ -120,15 +131,23 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=0, help="0: one per SM")
     ap.add_argument("--threads", type=int, nargs="+", default=[1024, 512, 256])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--cluster", type=int, default=0, help="C > 0: one cluster of C blocks")
     args = ap.parse_args()
     import cupy as cp
 
-    module = cp.RawModule(code=SOURCE, options=("-std=c++17",), enable_cooperative_groups=True)
+    code = SOURCE
+    if args.cluster:
+        code = f"#define CLUSTER_DIMS __cluster_dims__({args.cluster}, 1, 1)\n" + SOURCE
+    module = cp.RawModule(
+        code=code, options=("-std=c++17", "-arch=sm_90"), enable_cooperative_groups=True
+    )
     kernel = module.get_function("floor_levels")
+    if args.cluster > 8:  # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+        cp.cuda.driver.funcSetAttribute(kernel.ptr, 14, 1)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    blocks = args.blocks or sms
+    blocks = args.cluster or args.blocks or sms
     for threads in args.threads:
-        for row in ROWS:
+        for row in CLUSTER_ROWS if args.cluster else ROWS:
             pieces = sum(PIECES[p] for p in row.split("+"))
             per_level = []
             for _ in range(args.repeats):
