@@ -7,7 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from blest.codegen.render import graph_params, kernel_names, render, state_params
+from blest.codegen.render import (
+    graph_params,
+    has_serving_kernel,
+    kernel_names,
+    render,
+    state_params,
+)
 from blest.codegen.spec import VariantSpec, variants
 from blest.errors import ArgumentError
 
@@ -203,7 +209,7 @@ def test_covering_set_compiles_to_cubin_in_parallel():
 
     for arch in ("sm_80", "sm_90"):  # clusters need sm_90
         specs = [s for s in COVERING if s.cluster == 1 or arch == "sm_90"]
-        servers = [render(s, serving=True) for s in specs if s.launch == "persistent"]
+        servers = [render(s, serving=True) for s in specs if has_serving_kernel(s)]
         cubins = compile_many([render(s) for s in specs] + servers, arch=arch, target="cubin")
         assert len(cubins) == len(specs) + len(servers)
         assert all(c[:4] == b"\x7fELF" for c in cubins)
@@ -214,9 +220,11 @@ def test_the_serving_kernel_is_a_module_of_its_own():
     """render(spec, serving=True) holds the serving kernel alone; the timed module holds none
     of the serving code (so that it cannot change how the timed kernel compiles), and the two
     share the traversal's code."""
+    assert any(s.launch == "block" and s.cluster == 1 for s in COVERING)
     for spec in COVERING:
         timed = render(spec)
-        if spec.launch != "persistent":
+        if not has_serving_kernel(spec):  # the per-level loop, the block launch on a cluster
+            assert spec.launch == "per_level" or spec.cluster > 1, spec.name
             with pytest.raises(ArgumentError, match="no serving kernel"):
                 render(spec, serving=True)
             with pytest.raises(ArgumentError, match="no serving kernel"):
@@ -227,7 +235,13 @@ def test_the_serving_kernel_is_a_module_of_its_own():
             r'extern "C" __global__ void __launch_bounds__\([^)]*\) (\w+)\(', served
         )
         assert entries == list(kernel_names(spec, serving=True).values()) == ["blest_serve"]
-        for serving_only in ("await_call(", "meet_and_answer(", "prefill_levels(", "SERVE_ANSWER"):
+        for serving_only in ("await_call(", "SERVE_ANSWER"):
+            assert serving_only in served and serving_only not in timed, serving_only
+        if spec.launch == "block":  # one block: no barrier to meet, no fill ahead
+            assert "meet_and_answer(" not in served and "prefill_levels(" not in served
+            assert "void block_traversal(" in timed and "void block_traversal(" in served
+            continue
+        for serving_only in ("meet_and_answer(", "prefill_levels("):
             assert serving_only in served and serving_only not in timed, serving_only
         assert "int fused)" in timed and "constexpr int fused = FUSED_SERVE;" in served
         for shared in ("void deliver_state(", "void init_state(", "read_level_top("):

@@ -1,7 +1,7 @@
 """GPU correctness of served calls (``Engine.serving``): every persistent variant's serving
-kernel against SciPy on the graph zoo, with every kind of ``out``, poisoned; the server's life
-(idle ends and restarts, calls it does not serve in between, other engine work, close, the
-caller's stream order). Skipped cleanly without a GPU."""
+kernel, and the one-block launch's, against SciPy on the graph zoo, with every kind of
+``out``, poisoned; the server's life (idle ends and restarts, calls it does not serve in
+between, other engine work, close, the caller's stream order). Skipped cleanly without a GPU."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ pytestmark = [pytest.mark.gpu, requires_gpu]
 POISON = np.int32(0x5A5A5A5A)
 ANSWER = CTL_WORDS + SERVE["answer"]
 PERSISTENT = [s for s in variants() if s.launch == "persistent"]
+#: The one-block launch's server (serve_block.cu.j2), at two preparations' sigma.
+BLOCK = [VariantSpec.block(8), VariantSpec.block(32)]
 OUTS = ("device", None, "pinned", "cupy", "view", "pageable")
 
 
@@ -59,7 +61,7 @@ def _call(eng, src: int, how: str) -> np.ndarray:
     return got.get() if isinstance(got, cp.ndarray) else got
 
 
-@pytest.mark.parametrize("spec", PERSISTENT, ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", PERSISTENT + BLOCK, ids=lambda s: s.name)
 def test_served_levels_match_scipy(zoo, spec):
     rng, graphs = zoo
     for name, graph in graphs.items():
@@ -87,7 +89,7 @@ SERVED = [
 ]
 
 
-@pytest.mark.parametrize("spec", SERVED, ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", [*SERVED, BLOCK[0]], ids=lambda s: s.name)
 def test_server_life(zoo, spec):
     """Idle ends and restarts, calls the server does not serve (a depth limit, parents,
     several seeds), multi-source work and the caller's kernels between served calls: every
@@ -126,12 +128,18 @@ def test_server_life(zoo, spec):
 
 
 def test_serving_refusals_and_close(zoo):
-    """Variants without a serving kernel run their calls as usual inside the block; bad idle
-    limits and nested blocks are refused; close() inside the block ends the server first."""
+    """Variants without a serving kernel (the per-level loop, a block launch on a cluster) run
+    their calls as usual inside the block; bad idle limits and nested blocks are refused;
+    close() inside the block ends the server first."""
+    import cupy as cp
+
     _, graphs = zoo
     graph = graphs["directed"]
     src = int(np.flatnonzero(graph.out_degree > 0)[0])
-    for spec in (VariantSpec.block(8), VariantSpec(sigma=8, launch="per_level")):
+    unserved = [VariantSpec(sigma=8, launch="per_level")]
+    if cp.cuda.Device().compute_capability >= "90":  # clusters
+        unserved.append(VariantSpec.block(8, 2))
+    for spec in unserved:
         with _engine(graph, spec) as eng, eng.serving():  # no serving kernel: calls as usual
             np.testing.assert_array_equal(eng.bfs(src), bfs_levels(graph, src))
             assert eng._serve_stream is None

@@ -19,7 +19,13 @@ from blest.codegen.contract import (
     CTL,
     CTL_FIELDS,
     CTL_WORDS,
+    DST_HOST_BIT,
+    DST_TAG_MASK,
+    DST_TAG_SHIFT,
     HOPPER_SMEM_OPTIN,
+    SERVE,
+    SERVE_QUIT,
+    SERVE_WORDS,
     SMEM_STATIC_RESERVE,
     block_max_vertices,
     block_smem_bytes,
@@ -167,6 +173,88 @@ def test_every_vertex_a_seed_and_an_isolated_seed(program, rng):
         v = int(isolated[0])
         out = traverse(program, prep, [v], threads=64, smem_queue=0)
         check(out, prep, bfs_levels(graph, v), "isolated seed")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The one-block launch's serving kernel (``render(spec, serving=True)``), beside a host
+    thread that posts its calls (tests/cuda_cpu.py, ``_poster``)."""
+    params = [(p.ctype, p.name) for p in graph_params(SPEC) + state_params(SPEC)]
+    launch = (
+        kernel_names(SPEC, serving=True)["serve"],
+        [("u32*", "ctl_out"), ("u32*", "ctl_copy")],
+    )
+    serve = {**SERVE, "ctl_words": CTL_WORDS, "dst_tag_shift": DST_TAG_SHIFT,
+             "dst_tag_mask": DST_TAG_MASK, "dst_host_bit": DST_HOST_BIT,
+             "quit": SERVE_QUIT}  # fmt: skip
+    return build(render(SPEC, serving=True), [launch], params, [], tmp_path_factory.mktemp("s"),
+                 serve=serve)  # fmt: skip
+
+
+@pytest.mark.parametrize("ordered", [False, True], ids=["natural", "rcm"])
+def test_served_calls_match_scipy(server, rng, ordered):
+    """The block's server answers the calls a host thread posts one after the other: each call's
+    levels (user ids) land in that call's row, in host memory (one copy from the engine's buffer) or
+    device memory (written by the traversal itself), or for the last call, without a destination, in
+    the engine's own buffer; each call's control block is copied back before its answer. Rows,
+    levels, queues and the engine's buffers start poisoned; one call repeats the one before it, and
+    the last answer is the number of calls."""
+    modes = [1, 0, 0, 1, 0, 2]  # host, device (twice), host after device, ..., none
+    for name, graph in small_zoo(rng, 240).items():
+        prep = Prepared.from_graph(graph, 8, rcm(graph) if ordered else None)
+        n = graph.n
+        new_of_old = np.asarray(prep.permutation.new_of_old)
+        in_ptr, in_idx = np.asarray(prep.in_ptr, dtype=np.int64), np.asarray(prep.in_idx, np.int32)
+        out_ptr, out_idx = out_csr(np, prep, in_ptr, in_idx)
+        users = rng.choice(np.flatnonzero(graph.out_degree > 0), size=len(modes))
+        users[2] = users[1]
+        ctl_out = np.zeros(CTL_WORDS + SERVE_WORDS, dtype=np.uint32)  # no call posted yet
+        ctl_out[:CTL_WORDS] = 99  # the host's copy of the control block, but ERROR
+        ctl_out[CTL["error"]] = 0
+        ctl_out[CTL_WORDS + SERVE["idle_us"]] = 1000
+        arrays = {
+            "heads": vertex_heads(np, out_ptr, np.asarray(out_idx, dtype=np.int32)),
+            "out_ptr": np.asarray(out_ptr, dtype=np.int64),
+            "out_idx": np.asarray(out_idx, dtype=np.int32),
+            "old_of_new": None
+            if not ordered
+            else np.asarray(prep.permutation.old_of_new, np.int32),
+            "queue": np.full(2 * n, POISON, dtype=np.int32),
+            "ctl": np.zeros(CTL_WORDS, dtype=np.uint32),  # the host zeroes it before a launch
+            "levels": np.full(n, POISON, dtype=np.int32),
+            "user_levels": np.full(n, POISON, dtype=np.int32) if ordered else None,
+            "level_clock": None,
+            "ctl_out": ctl_out,
+            "ctl_copy": np.full(CTL_WORDS, 99, dtype=np.uint32),
+            "serve_seeds": new_of_old[users].astype(np.int32),  # the host posts internal ids
+            "serve_out": np.full((len(modes), n), POISON, dtype=np.int32),
+            "serve_ctl": np.full((len(modes), CTL_WORDS), 99, dtype=np.uint32),
+            "serve_modes": np.asarray(modes, dtype=np.int32),
+            "serve_next": None,
+        }
+        scalars = {"n": n, "n_words": (n + 31) // 32, "smem_queue": 3}
+        out = run(server, arrays, scalars, 64, block_smem_bytes(n, 3))
+        for k, src in enumerate(users):
+            want = bfs_levels(graph, int(src))
+            ctx = f"{name} rcm={ordered} call {k + 1} from {src} mode {modes[k]}"
+            if modes[k] == 2:  # no destination: the engine's buffer in the user's ids
+                got = out["user_levels"] if ordered else out["levels"]
+                assert np.all(out["serve_out"][k] == POISON), ctx
+            else:
+                got = out["serve_out"][k]
+            np.testing.assert_array_equal(got, want, err_msg=ctx)
+            if ordered:  # the internal levels stay in the engine's buffer
+                np.testing.assert_array_equal(
+                    out["levels"][new_of_old], bfs_levels(graph, int(users[-1]))
+                )
+            ctl = out["serve_ctl"][k]
+            assert ctl[CTL["error"]] == 0 and ctl[CTL["done"]] == 1, ctx
+            assert ctl[CTL["visited"]] == np.count_nonzero(want >= 0), ctx
+            assert np.int32(ctl[CTL["depth"]]) == want.max(), ctx
+            assert ctl[CTL["levels_run"]] == want.max() + 1, ctx
+        answer = out["ctl_out"][CTL_WORDS + SERVE["answer"] :][:2]
+        assert list(answer) == [len(modes), 0], name
+        assert out["ctl_out"][CTL["error"]] == 0, name
 
 
 class HostBlock(BlockLaunch):

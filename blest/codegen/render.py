@@ -40,6 +40,7 @@ from blest.errors import ArgumentError
 
 __all__ = [
     "render",
+    "has_serving_kernel",
     "render_snippet",
     "render_jaccard",
     "environment",
@@ -149,8 +150,7 @@ def kernel_names(spec: VariantSpec, serving: bool = False) -> dict[str, str]:
     """Entry points of the rendered module, by role (``serving``: of the serving module,
     ``render(spec, serving=True)``, whose traversal kernel is the server)."""
     if serving:
-        if spec.launch != "persistent":
-            raise ArgumentError(f"{spec.name} has no serving kernel (persistent variants only)")
+        _check_serving(spec)
         return {"serve": f"{KERNEL_PREFIX}_serve"}
     names = {"parents": f"{KERNEL_PREFIX}_parents", "deliver": f"{KERNEL_PREFIX}_deliver"}
     if spec.launch == "block":  # no init pass: the one kernel initializes, in the user's ids
@@ -237,12 +237,25 @@ def _context(spec: VariantSpec, serving: bool = False) -> dict:
 def render(spec: VariantSpec, serving: bool = False) -> str:
     """The CUDA C++ source of ``spec``: readable, self-contained, deterministic.
 
-    ``serving`` (persistent variants): the module of the serving kernel (``Engine.serving``)
+    ``serving`` (:func:`has_serving_kernel`): the module of the serving kernel (``Engine.serving``)
     instead, whose traversal kernel answers call after call; the timed module holds none of
     its code, so that the serving code cannot change how the timed kernel compiles."""
-    if serving and spec.launch != "persistent":
-        raise ArgumentError(f"{spec.name} has no serving kernel (persistent variants only)")
+    if serving:
+        _check_serving(spec)
     return render_file("bfs.cu.j2", _context(spec, serving))
+
+
+def has_serving_kernel(spec: VariantSpec) -> bool:
+    """Whether ``spec`` has a serving kernel: the persistent variants (serve.cu.j2) and the
+    one-block launch (serve_block.cu.j2); not the per-level host loop nor a cluster."""
+    return spec.launch == "persistent" or (spec.launch == "block" and spec.cluster == 1)
+
+
+def _check_serving(spec: VariantSpec) -> None:
+    if not has_serving_kernel(spec):
+        raise ArgumentError(
+            f"{spec.name} has no serving kernel (persistent variants and the one-block launch only)"
+        )
 
 
 def render_snippet(text: str, spec: VariantSpec) -> str:

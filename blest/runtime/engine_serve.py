@@ -15,6 +15,10 @@ traversal's own time on an H100 (``benchmarks/NOTES.md``, session 19). On a grap
 the traversal writes the levels straight into an ``out="device"`` array, and the host names
 the next call's array (the spare, allocated while the GPU works) during this call, so that the
 server can fill it with -1s between the calls: that call then has nothing left to deliver.
+The one-block launch (``launch="block"``, one block, not a cluster) has a server of its own
+(``templates/serve_block.cu.j2``) that speaks the same protocol: its block waits for a call,
+runs it as its timed kernel does (the levels straight to a device destination, or one copy to
+a host one) and publishes the answer; it has no barrier, no deliver pass and no fill ahead.
 
 While it waits, the kernel holds the GPU's SMs: other kernels (the caller's, or another
 engine's) may wait for it to end, which it does when the ``with`` block ends, after ``idle_ms``
@@ -41,7 +45,7 @@ from blest.codegen.contract import (
     SERVE,
     SERVE_QUIT,
 )
-from blest.codegen.render import kernel_names, render
+from blest.codegen.render import has_serving_kernel, kernel_names, render
 from blest.errors import ArgumentError, EngineError
 from blest.runtime.base import check_idle_ms
 
@@ -122,14 +126,14 @@ class ServedCalls:
 
     @contextlib.contextmanager
     def serving(self, idle_ms: float = 20.0) -> Iterator[Any]:
-        """Serve plain calls (one source, no depth limit, no parents) from a kernel that stays
-        on the GPU while the block runs: each call costs a few bus round trips beyond its
-        traversal instead of a launch and a wait. The kernel holds the GPU's SMs meanwhile, so
-        other GPU work may wait for the block's end, or for ``idle_ms`` without a call, after
-        which the kernel ends and the next call starts it again. The persistent variants only
-        (the others run their calls as usual inside the block); ``stats.traversal_ms`` is NaN
-        for served calls. The first ``serving()`` of a variant compiles its serving kernel
-        (a second or two, then cached on disk). Yields the engine."""
+        """Serve plain calls (one source, no depth limit, no parents) from a kernel that stays on
+        the GPU while the block runs: each call costs a few bus round trips beyond its traversal
+        instead of a launch and a wait. The kernel holds the GPU's SMs meanwhile, so other GPU work
+        may wait for the block's end, or for ``idle_ms`` without a call, after which the kernel ends
+        and the next call starts it again. The persistent variants and the one-block launch only
+        (the others run their calls as usual inside the block); ``stats.traversal_ms`` is NaN for
+        served calls. The first ``serving()`` of a variant compiles its serving kernel (a second or
+        two, then cached on disk). Yields the engine."""
         check_idle_ms(idle_ms)
         with self._lock:
             self._check_open()
@@ -152,15 +156,16 @@ class ServedCalls:
     @property
     def serving_source(self) -> str | None:
         """The generated CUDA C++ of this engine's serving kernel (:meth:`serving`), or None
-        for variants without one (not persistent)."""
-        return render(self.spec, serving=True) if self.spec.launch == "persistent" else None
+        for variants without one (neither persistent nor one block)."""
+        return render(self.spec, serving=True) if has_serving_kernel(self.spec) else None
 
     def _load_server(self) -> bool:
-        """Whether this engine serves calls (a persistent variant), loading its serving kernel
-        once. The server's grid is the engine's, or as much of it as the serving kernel can
-        hold on the GPU at once (a cooperative launch must), should it need more registers
-        than the timed kernel (it runs the same levels on fewer blocks then)."""
-        if self.spec.launch != "persistent" or self._server_refused:
+        """Whether this engine serves calls (a persistent variant or the one-block launch),
+        loading its serving kernel once. The server's grid is the engine's, or as much of it as
+        the serving kernel can hold on the GPU at once (a cooperative launch must), should it
+        need more registers than the timed kernel (it runs the same levels on fewer blocks
+        then); the block launch's is its one block, with the timed kernel's shared memory."""
+        if not has_serving_kernel(self.spec) or self._server_refused:
             return False
         if "serve" in self._kernels:
             return True
@@ -170,7 +175,10 @@ class ServedCalls:
         binary = compile_source(self.serving_source, arch=self.arch, target="cubin")
         name = kernel_names(self.spec, serving=True)["serve"]
         kernel = load_module(binary, self._device_id).get_function(name)
-        grid = min(self.grid_size, max_active_blocks(kernel, self.block_size) * self.sms)
+        if self.spec.launch == "block":
+            grid = min(1, max_active_blocks(kernel, self.block_size, self.shared_bytes))
+        else:
+            grid = min(self.grid_size, max_active_blocks(kernel, self.block_size) * self.sms)
         if grid < 1:
             self._server_refused = True  # (its calls run as usual)
             return False
@@ -188,7 +196,7 @@ class ServedCalls:
 
     def _launch_shape(self, role: str) -> tuple[int, int]:
         if role == "serve":
-            return self._serve_grid, 0
+            return self._serve_grid, self.shared_bytes if self.spec.launch == "block" else 0
         return super()._launch_shape(role)  # type: ignore[misc]
 
     def _serve_on(self, idle_ms: float) -> None:
@@ -198,8 +206,13 @@ class ServedCalls:
         self._serve_words = memoryview(self._host_block).cast("B").cast("Q")
         self._serve_words[_NEXT_WIDE] = 0
         # Graphs in their own ids: a served call's traversal writes the levels straight
-        # into an out="device" array, which the server can then fill with -1s ahead of it.
-        self._prefill = not self._reorders and self.n >= self.prefill_min_vertices
+        # into an out="device" array, which the grid's server can then fill with -1s ahead of
+        # it (the block's server writes the -1s itself, as its timed kernel does).
+        self._prefill = (
+            self.spec.launch == "persistent"
+            and not self._reorders
+            and self.n >= self.prefill_min_vertices
+        )
         self._serve_u32 = memoryview(self._host_block)
 
     def _serve_call(self, src: int, out: Any) -> Any:
@@ -289,13 +302,14 @@ class ServedCalls:
             self._host_block[CTL_WORDS + SERVE["idle_us"]] = self._serve_idle_us or 1
             self._host_ctl[_ERROR] = 0  # the kernel writes this word of its copy only if set
             self._serve_arrivals = 0
+            block = self.spec.launch == "block"
             with stream:
                 self._state["ctl"].fill(0)
+                ends = (np.uint64(self._host_block.ctypes.data), np.uint64(self._ctl_copy.data.ptr))
                 rules = (np.float64(self.eta), np.float64(self.beta), np.float64(self.alpha))
-                extra = (np.int32(-1), *rules, np.uint32(self.small_queue),
-                         np.uint64(self._host_block.ctypes.data),
-                         np.uint64(self._ctl_copy.data.ptr))  # fmt: skip
-                self._launch("serve", extra, cooperative=True)
+                grid_args = (np.int32(-1), *rules, np.uint32(self.small_queue))
+                extra = ends if block else (*grid_args, *ends)
+                self._launch("serve", extra, cooperative=not block)
             self._serve_stream = stream
 
     def _serve_wait(self, seq: int) -> None:

@@ -240,8 +240,11 @@ def _served_whole_calls(engine: Any, sources: list[int]) -> list[float]:
     back after :func:`warm_up` (whose first call starts the server; an engine's first
     ``serving()`` compiles the serving kernel, and the GPU idles meanwhile), each synchronized on
     the current stream (a device-wide synchronization would wait for the server's end); [] where
-    the engine does not serve (not a persistent GPU variant)."""
-    if getattr(getattr(engine, "spec", None), "launch", None) != "persistent":
+    the engine does not serve (a CPU engine, or a variant without a serving kernel)."""
+    from blest.codegen.render import has_serving_kernel
+
+    spec = getattr(engine, "spec", None)
+    if getattr(spec, "launch", None) is None or not has_serving_kernel(spec):
         return []
     if not hasattr(engine, "serving"):
         return []
