@@ -10,6 +10,11 @@ clock, each call synchronized on the current stream: the tuner's protocol's own 
 compare two trees, run it from each in turn (old, new, old, new) in one device call: the
 rounds of one process share a machine state that a second process may not (benchmarks/NOTES.md,
 session 25).
+
+``--levels`` builds the engine with ``record_levels=True`` and adds, per round, the time from
+the first level's start to the last one's inside the kernel (the level clock), for the timed
+calls and for served calls (read after each served call, which ends the server: those calls
+are not the ones timed), to tell time inside the traversal from time around it.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ def engine_arguments(description: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=description,
                                  formatter_class=argparse.RawTextHelpFormatter)  # fmt: skip
     ap.add_argument("graph")
-    ap.add_argument("variant", help="a persistent variant")
+    ap.add_argument("variant", help="a variant with a serving kernel")
     ap.add_argument("--geometry", default="512:1", help="BLOCK:BLOCKS_PER_SM")
     ap.add_argument("--eta", type=float, default=10.0)
     ap.add_argument("--ordering", default=None, help="natural, jaccard, rcm (default: run.py's)")
@@ -36,6 +41,7 @@ def main() -> None:
     ap = engine_arguments(__doc__)
     ap.add_argument("--sources", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--levels", action="store_true", help="also the in-kernel level time")
     args = ap.parse_args()
     from blest.tuning.protocol import _served_whole_calls, warm_up
 
@@ -43,7 +49,8 @@ def main() -> None:
     bench = Bench.load(args.graph, args.sources, ordering=args.ordering)
     sources = [int(s) for s in bench.sources]
     rounds = []
-    with bench.engine(_by_name(args.variant), args.eta, geometry) as eng:
+    spec = _by_name(args.variant)
+    with bench.engine(spec, args.eta, geometry, record_levels=args.levels) as eng:
         warm_up(eng, sources[0])
         for _ in range(args.rounds):
             eng.timing = True
@@ -53,7 +60,21 @@ def main() -> None:
                 traversal.append(eng.stats.traversal_ms * 1e3)
             eng.timing = False
             served = _served_whole_calls(eng, sources)  # the tuner's protocol, in ms
-            rounds.append(f"{np.mean(traversal):.1f}/{1e3 * np.mean(served):.1f}")
+            line = f"{np.mean(traversal):.1f}/{1e3 * np.mean(served):.1f}"
+            if args.levels:
+                inside = []
+                for serve in (False, True):
+                    sums = []
+                    for src in sources:
+                        if serve:
+                            with eng.serving():
+                                eng.bfs(src, out="device")
+                        else:
+                            eng.bfs(src, out="device")
+                        sums.append(1e3 * float(np.sum(eng.level_times_ms()[0])))
+                    inside.append(np.mean(sums))
+                line += f" (levels inside: launched {inside[0]:.1f}, served {inside[1]:.1f})"
+            rounds.append(line)
     print(f"{args.graph} {args.variant} {args.geometry} traversal/served us:", " ".join(rounds))
 
 

@@ -109,6 +109,13 @@ __device__ __forceinline__ bool near_level(const u32* __restrict__ ptr,
     return false;
 }
 
+// Candidate w claimed at level L + 2 when it has no neighbour at level L (the rule above);
+// true when this thread's claim won.
+__device__ __forceinline__ bool claim_far(const u32* __restrict__ ptr,
+                                          const int* __restrict__ idx, int* lev, int w, int L) {
+    return !near_level(ptr, idx, lev, w, L) && atomicCAS(lev + w, -1, L + 2) == -1;
+}
+
 // Candidates of v: its heads still unvisited (read through L2), each handed to `cand`.
 template <typename F>
 __device__ __forceinline__ void candidates(const u32* __restrict__ ptr,
@@ -158,9 +165,7 @@ twohop_bfs(const u32* __restrict__ ptr, const int* __restrict__ idx, int* lev, i
                         } else {
                             candidates(ptr, idx, lev, v, [&](int w) {
                                 ++checks;
-                                if (!near_level(ptr, idx, lev, w, L) &&
-                                    atomicCAS(lev + w, -1, L + 2) == -1)
-                                    nxt[atomicAdd(tail, 1u)] = w;
+                                if (claim_far(ptr, idx, lev, w, L)) nxt[atomicAdd(tail, 1u)] = w;
                             });
                         }
                     }
@@ -180,9 +185,7 @@ twohop_bfs(const u32* __restrict__ ptr, const int* __restrict__ idx, int* lev, i
                 candidates(ptr, idx, lev, listA[j], [&](int w) {
                     if (!list_add(listB, cntB + warp, CAP_B, w)) {
                         ++checks;
-                        if (!near_level(ptr, idx, lev, w, L) &&
-                            atomicCAS(lev + w, -1, L + 2) == -1)
-                            nxt[atomicAdd(tail, 1u)] = w;
+                        if (claim_far(ptr, idx, lev, w, L)) nxt[atomicAdd(tail, 1u)] = w;
                     }
                 });
             }
@@ -195,7 +198,7 @@ twohop_bfs(const u32* __restrict__ ptr, const int* __restrict__ idx, int* lev, i
                 bool ok = false;
                 if (w >= 0 && __ldcg(lev + w) == -1) {
                     ++checks;
-                    ok = !near_level(ptr, idx, lev, w, L) && atomicCAS(lev + w, -1, L + 2) == -1;
+                    ok = claim_far(ptr, idx, lev, w, L);
                 }
                 push_warp(nxt, tail, ok, w, lane);
             }
