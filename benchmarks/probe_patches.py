@@ -147,6 +147,14 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
         ),
     ],
     "barrier_watch1": [("#define BARRIER_WATCH_EVERY 64u", "#define BARRIER_WATCH_EVERY 1u")],
+    # the block launch's timed kernel with the served call's constants: one seed, no depth
+    # limit (timing only: wrong for several seeds or a depth limit)
+    "block_one_seed": [
+        (
+            "block_traversal(g, st, st.levels, st.user_levels, seeds, n_seeds, src, depth_limit);",
+            "block_traversal(g, st, st.levels, st.user_levels, nullptr, 1, src, -1);",
+        )
+    ],
     "barrier_fences": [  # session 13's barrier: full fences around a relaxed arrival and poll
         ("add_release(count, 1ull);", "__threadfence();\n        atomicAdd(count, 1ull);"),
         ("while (load_acquire(count) < target) {", "while (*(volatile u64*)count < target) {"),
