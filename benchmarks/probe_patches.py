@@ -155,6 +155,24 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             "block_traversal(g, st, st.levels, st.user_levels, nullptr, 1, src, -1);",
         )
     ],
+    # the block launch's timed kernel as two inlined copies, one for graphs in their own ids
+    # (no user-id levels) and one for reordered graphs, as the serving kernel has them
+    "block_split_users": [
+        (
+            "block_traversal(g, st, st.levels, st.user_levels, seeds, n_seeds, src, depth_limit);",
+            "if (st.user_levels != nullptr) block_traversal(g, st, st.levels, st.user_levels, "
+            "seeds, n_seeds, src, depth_limit);\n    else block_traversal(g, st, st.levels, "
+            "nullptr, seeds, n_seeds, src, depth_limit);",
+        )
+    ],
+    "block_split_one": [  # the same with the server's constants (timing only)
+        (
+            "block_traversal(g, st, st.levels, st.user_levels, seeds, n_seeds, src, depth_limit);",
+            "if (st.user_levels != nullptr) block_traversal(g, st, st.levels, st.user_levels, "
+            "nullptr, 1, src, -1);\n    else block_traversal(g, st, st.levels, nullptr, nullptr, "
+            "1, src, -1);",
+        )
+    ],
     "barrier_fences": [  # session 13's barrier: full fences around a relaxed arrival and poll
         ("add_release(count, 1ull);", "__threadfence();\n        atomicAdd(count, 1ull);"),
         ("while (load_acquire(count) < target) {", "while (*(volatile u64*)count < target) {"),
