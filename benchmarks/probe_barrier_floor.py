@@ -143,7 +143,7 @@ def main() -> None:
     )
     kernel = module.get_function("floor_levels")
     if args.cluster > 8:  # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
-        cp.cuda.driver.funcSetAttribute(kernel.ptr, 14, 1)
+        cp.cuda.driver.funcSetAttribute(kernel.kernel.ptr, 14, 1)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     blocks = args.cluster or args.blocks or sms
     for threads in args.threads:
