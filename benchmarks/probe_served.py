@@ -14,7 +14,8 @@ session 25).
 ``--levels`` builds the engine with ``record_levels=True`` and adds, per round, the time from
 the first level's start to the last one's inside the kernel (the level clock), for the timed
 calls and for served calls (read after each served call, which ends the server: those calls
-are not the ones timed), to tell time inside the traversal from time around it.
+are not the ones timed), to tell time inside the traversal from time around it; ``--out``
+names those calls' ``out``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def main() -> None:
     ap.add_argument("--sources", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--levels", action="store_true", help="also the in-kernel level time")
+    ap.add_argument("--out", default="device", help="--levels: the calls' out (device, view)")
     args = ap.parse_args()
     from blest.tuning.protocol import _served_whole_calls, warm_up
 
@@ -68,9 +70,9 @@ def main() -> None:
                     for src in sources:
                         if serve:
                             with eng.serving():
-                                eng.bfs(src, out="device")
+                                eng.bfs(src, out=args.out)
                         else:
-                            eng.bfs(src, out="device")
+                            eng.bfs(src, out=args.out)
                         sums.append(1e3 * float(np.sum(eng.level_times_ms()[0])))
                     inside.append(np.mean(sums))
                 line += f" (levels inside: launched {inside[0]:.1f}, served {inside[1]:.1f})"
