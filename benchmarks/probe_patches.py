@@ -199,6 +199,15 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "block_launder_graph": [
         (_BLOCK_CALL, _launder("g2.heads g2.out_ptr g2.out_idx g2.old_of_new"))
     ],
+    # ... and the queue's shared-memory length, which the timed kernel reloads from its
+    # parameters (LDC) at every claim that appends to F_{L+1}, where the server holds it in a
+    # register
+    "block_launder_smem_queue": [
+        (
+            "const int in_smem = st.smem_queue;",
+            'int in_smem = st.smem_queue;\n    asm volatile("" : "+r"(in_smem));',
+        )
+    ],
     "barrier_fences": [  # session 13's barrier: full fences around a relaxed arrival and poll
         ("add_release(count, 1ull);", "__threadfence();\n        atomicAdd(count, 1ull);"),
         ("while (load_acquire(count) < target) {", "while (*(volatile u64*)count < target) {"),
