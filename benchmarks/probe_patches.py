@@ -48,6 +48,42 @@ def _launder(names: str) -> str:
     )
 
 
+_BLOCK_KERNEL_HEAD = 'extern "C" __global__ void __launch_bounds__(1024) blest_bfs_block('
+_BLOCK_ONCE = (
+    "__device__ __noinline__ unsigned block_once(const State& st, unsigned last) "
+    "{ return last == 0u ? 1u : 0u; }\n"
+)
+_BLOCK_LOOP = """__shared__ unsigned s_go;
+    for (unsigned last = 0u;;) {{
+        if (threadIdx.x == 0) s_go = block_once(st, last);
+        __syncthreads();
+        const unsigned go = s_go;
+        if (go == 0u) return;
+        __syncthreads();
+        {call}
+        __syncthreads();
+        last = go;
+    }}"""
+
+
+_INLINE_LOOP = """#pragma unroll
+    for (int k = 0; k < INLINE_HEADS; ++k) {
+        if (k >= steps) break;  // warp-uniform
+        claim(vis, sq, gq, in_smem, tail, k < count ? inline_heads[k] : -1);"""
+_INLINE_ROLLED = """#pragma unroll 1
+    for (int k = 0; k < INLINE_HEADS; ++k) {
+        if (k >= steps) break;  // warp-uniform
+        const int h = k == 0 ? r0.y : k == 1 ? r0.z : k == 2 ? r0.w : k == 3 ? r1.x
+                    : k == 4 ? r1.y : k == 5 ? r1.z : r1.w;
+        claim(vis, sq, gq, in_smem, tail, k < count ? h : -1);"""
+_CSR_CLAIMS = """#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) claim(vis, sq, gq, in_smem, tail, head[k]);"""
+_CSR_ROLLED = """#pragma unroll 1
+        for (int k = 0; k < UNROLL; ++k)
+            claim(vis, sq, gq, in_smem, tail,
+                  k == 0 ? head[0] : k == 1 ? head[1] : k == 2 ? head[2] : head[3]);"""
+
+
 PATCHES: dict[str, list[tuple[str, str]]] = {
     "base": [],
     "nofilter": [("if (head[k] >= 0 && check_visited) {", "if (head[k] >= 0 && false) {")],
@@ -208,6 +244,25 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             'int in_smem = st.smem_queue;\n    asm volatile("" : "+r"(in_smem));',
         )
     ],
+    # the timed block kernel in the server's shape: a loop around the traversal whose every
+    # round starts with a __noinline__ call by thread 0 and a block barrier (one round here)
+    "block_loop_noinline": [
+        (_BLOCK_CALL, _BLOCK_LOOP.format(call=_BLOCK_CALL)),
+        (_BLOCK_KERNEL_HEAD, _BLOCK_ONCE + _BLOCK_KERNEL_HEAD),
+    ],
+    "block_loop_noinline_one": [
+        (
+            _BLOCK_CALL,
+            _BLOCK_LOOP.format(
+                call="block_traversal(g, st, st.levels, st.user_levels, nullptr, 1, src, -1);"
+            ),
+        ),
+        (_BLOCK_KERNEL_HEAD, _BLOCK_ONCE + _BLOCK_KERNEL_HEAD),
+    ],
+    # the block kernel's claims as rolled loops (one copy of the claim's code instead of 7 + 4
+    # unrolled): whether the level loop's code size (its instruction cache) decides its speed
+    "block_roll_inline": [(_INLINE_LOOP, _INLINE_ROLLED)],
+    "block_roll_all": [(_INLINE_LOOP, _INLINE_ROLLED), (_CSR_CLAIMS, _CSR_ROLLED)],
     "barrier_fences": [  # session 13's barrier: full fences around a relaxed arrival and poll
         ("add_release(count, 1ull);", "__threadfence();\n        atomicAdd(count, 1ull);"),
         ("while (load_acquire(count) < target) {", "while (*(volatile u64*)count < target) {"),
