@@ -263,6 +263,9 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     # unrolled): whether the level loop's code size (its instruction cache) decides its speed
     "block_roll_inline": [(_INLINE_LOOP, _INLINE_ROLLED)],
     "block_roll_all": [(_INLINE_LOOP, _INLINE_ROLLED), (_CSR_CLAIMS, _CSR_ROLLED)],
+    # the timed block kernel compiled for blocks of at most 512 threads (up to 128 registers)
+    "block_lb512": [(_BLOCK_KERNEL_HEAD, _BLOCK_KERNEL_HEAD.replace("(1024)", "(512, 1)"))],
+    "block_lb256": [(_BLOCK_KERNEL_HEAD, _BLOCK_KERNEL_HEAD.replace("(1024)", "(256, 1)"))],
     "barrier_fences": [  # session 13's barrier: full fences around a relaxed arrival and poll
         ("add_release(count, 1ull);", "__threadfence();\n        atomicAdd(count, 1ull);"),
         ("while (load_acquire(count) < target) {", "while (*(volatile u64*)count < target) {"),
