@@ -29,7 +29,15 @@ REPO = Path(__file__).resolve().parents[1]
 from blest.datasets import DEFAULT_SEED, delaunay, kronecker, uniform  # noqa: E402
 from blest.graph.core import Graph  # noqa: E402
 
-__all__ = ["ANCHORS", "QUICK", "AnchorInfo", "anchor_graph", "cache_path", "shared_data_dir"]
+__all__ = [
+    "ANCHORS",
+    "QUICK",
+    "AnchorInfo",
+    "anchor_graph",
+    "cache_path",
+    "check_levels",
+    "shared_data_dir",
+]
 
 DEFAULT_CACHE = "/tmp/blest-graphs"
 EDGE_FACTOR = 16
@@ -174,6 +182,21 @@ def anchor_graph(
     graph = _generate(kind, scale, seed)
     _save(graph, path)
     return graph
+
+
+def check_levels(graph: Graph, src: int, got: np.ndarray, what: str) -> None:
+    """Stop with the first difference if ``got`` is not SciPy's BFS levels of ``graph`` from
+    ``src`` (-1 where unreached): the probes' check of their own kernels."""
+    from scipy.sparse.csgraph import shortest_path
+
+    d = shortest_path(graph.out_csr, unweighted=True, indices=int(src))
+    want = np.where(np.isinf(d), -1, d).astype(np.int64)
+    if not np.array_equal(got, want):
+        bad = np.flatnonzero(got != want)
+        raise SystemExit(
+            f"{what} src {src}: {bad.size} levels differ, e.g. vertex {bad[0]}: "
+            f"{got[bad[0]]} against {want[bad[0]]}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -65,8 +65,8 @@ import time
 import cupy as cp
 import numpy as np
 import scipy.sparse as sp
-from graphs import anchor_graph
-from scipy.sparse.csgraph import reverse_cuthill_mckee, shortest_path
+from graphs import anchor_graph, check_levels
+from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from blest.graph.ordering import Permutation, permute_graph
 from blest.tuning.protocol import timing_sources
@@ -992,18 +992,6 @@ def regions(graph, k: int) -> tuple[Permutation, np.ndarray]:
     np.cumsum([d.size for d in done], out=starts[1:])
     perm = Permutation.from_old_of_new(np.concatenate(done), "regions")
     return perm, starts
-
-
-def check_levels(g, src: int, got: np.ndarray, what: str) -> None:
-    """Stop with the first difference if ``got`` is not SciPy's BFS levels from ``src``."""
-    d = shortest_path(g.out_csr, unweighted=True, indices=int(src))
-    want = np.where(np.isinf(d), -1, d).astype(np.int64)
-    if not np.array_equal(got, want):
-        bad = np.flatnonzero(got != want)
-        raise SystemExit(
-            f"{what} src {src}: {bad.size} levels differ, e.g. vertex {bad[0]}: "
-            f"{got[bad[0]]} against {want[bad[0]]}"
-        )
 
 
 def run_sync(mod, k, cap, n, ptr, idx, starts_d, level, sources, args, g, incap) -> None:

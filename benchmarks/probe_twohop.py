@@ -36,8 +36,7 @@ import argparse
 
 import cupy as cp
 import numpy as np
-from graphs import anchor_graph
-from scipy.sparse.csgraph import shortest_path
+from graphs import anchor_graph, check_levels
 
 from blest.graph.ordering import compute_ordering, permute_graph
 from blest.tuning.protocol import timing_sources
@@ -223,18 +222,6 @@ twohop_bfs(const u32* __restrict__ ptr, const int* __restrict__ idx, int* lev, i
     }
 }
 """
-
-
-def check_levels(g, src: int, got: np.ndarray, what: str) -> None:
-    """Stop with the first difference if ``got`` is not SciPy's BFS levels from ``src``."""
-    d = shortest_path(g.out_csr, unweighted=True, indices=int(src))
-    want = np.where(np.isinf(d), -1, d).astype(np.int64)
-    if not np.array_equal(got, want):
-        bad = np.flatnonzero(got != want)
-        raise SystemExit(
-            f"{what} src {src}: {bad.size} levels differ, e.g. vertex {bad[0]}: "
-            f"{got[bad[0]]} against {want[bad[0]]}"
-        )
 
 
 def main() -> int:

@@ -25,8 +25,7 @@ import argparse
 
 import cupy as cp
 import numpy as np
-from graphs import anchor_graph
-from scipy.sparse.csgraph import shortest_path
+from graphs import anchor_graph, check_levels
 
 from blest.graph.ordering import compute_ordering, permute_graph
 from blest.tuning.protocol import timing_sources
@@ -236,15 +235,7 @@ def main() -> int:
             times.append(cp.cuda.get_elapsed_time(start, stop))
             depths.append(int(depth.get()[0]))
             if rep <= args.check:
-                got = level.get()
-                d = shortest_path(g.out_csr, unweighted=True, indices=int(src))
-                want = np.where(np.isinf(d), -1, d).astype(np.int64)
-                if not np.array_equal(got, want):
-                    bad = np.flatnonzero(got != want)
-                    raise SystemExit(
-                        f"{name} src {src}: {bad.size} levels differ, e.g. vertex "
-                        f"{bad[0]}: {got[bad[0]]} against {want[bad[0]]}"
-                    )
+                check_levels(g, src, level.get().astype(np.int64), name)
         print(
             f"{name} {args.ordering} {sms}x{args.threads} ({per_warp} words a warp): mean "
             f"{np.mean(times):.3f} ms, median {np.median(times):.3f}, min {np.min(times):.3f}"
