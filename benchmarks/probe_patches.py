@@ -7,9 +7,12 @@ ones) of one source, for each patch.
 The patches (PATCHES) are experiments on the CUDA-core top-down of expand="csr", on the
 bottom-up step (``bu_*``), on the grid barrier (``barrier_*``), on the deliver pass
 (``deliver*``, and the served call's -1 pass: ``fill_*``, which probe_call_floor.py --patch
-applies), on the vss queue (``vss_ahead``) and on the resident queue's visited
-filter (``res_*``); a patch whose text is not in the source
-stops the run. Each patched kernel's registers and local (spilled) bytes are printed beside it.
+applies), on the vss queue (``vss_ahead``, ``vss_pairs``, ``push_*``), on the eager claims
+(``claim_*``), on the resident queue (its visited filter ``res_*``; ``owned``: frontier words
+owned by blocks) and timers for probe_level_trace.py (``trace_*``, ``vss_chain``); a patch whose
+text is not in the source stops the run, and "a+b" applies patches a and b together
+(``--check N``: the levels of N sources against SciPy). Each patched kernel's registers and
+local (spilled) bytes are printed beside it. probe_patches_cpu.py runs a patch on the CPU.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from graphs import check_levels
 from run import Bench, _by_name, time_variants
 
 import blest.codegen.render  # noqa: F401  (the module, not the function it exports)
@@ -84,8 +88,360 @@ _CSR_ROLLED = """#pragma unroll 1
                   k == 0 ? head[0] : k == 1 ? head[1] : k == 2 ? head[2] : head[3]);"""
 
 
+_RES_BODY = """    const int lane = lane_id();
+    u32 alpha[RESIDENT];"""
+# session 29: the resident queue's level over frontier words that each block owns (chunks of 32
+# words b, b + G, ...): the block loads its words together, gathers the slice sets with frontier
+# bits in shared memory, and its warps expand their VSSs (no queue, no |Q|, no registers kept)
+_OWNED = (
+    """    {
+    // 8-word groups of F: group q -> block q % G; the block's j-th word is word
+    // ((j / 8) * G + b) * 8 + j % 8. Per round of blockDim words, thread t loads word j and
+    // writes one entry per VSS of each set with frontier bits; the warps then take the entries.
+    __shared__ int own_vss[OWN_CAP];
+    __shared__ u32 own_alpha[OWN_CAP];
+    __shared__ int own_count[2];
+    const int lane = lane_id();
+    const int warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    const long long n_groups = ((long long)g.n_words + 7) >> 3;
+    const long long my_words = ((n_groups - blockIdx.x + gridDim.x - 1) / gridDim.x) * 8;
+    const int rounds = (int)((my_words + blockDim.x - 1) / blockDim.x);
+    if (lv.L == 0) {
+        if (threadIdx.x == 0) own_count[0] = own_count[1] = 0;
+        __syncthreads();
+    }
+    for (int r = 0; r < rounds; ++r) {
+        const int p = (int)(((long long)lv.L * rounds + r) & 1);
+        const long long j = (long long)r * blockDim.x + threadIdx.x;
+        u32 word = 0u;
+        long long w = 0;
+        if (j < my_words) {
+            w = ((j >> 3) * gridDim.x + blockIdx.x) * 8 + (j & 7);
+            if (w < g.n_words) word = __ldcg(lv.f_cur + w);
+        }
+        int first[32 / SIGMA], cnt[32 / SIGMA];
+        int total = 0;
+#pragma unroll
+        for (int k = 0; k < 32 / SIGMA; ++k) {
+            first[k] = cnt[k] = 0;
+            if ((word >> (k * SIGMA)) & SLICE_MASK) {
+                const int s = (int)(w * (32 / SIGMA) + k);
+                first[k] = __ldg(g.real_ptrs + s);
+                cnt[k] = __ldg(g.real_ptrs + s + 1) - first[k];
+                total += cnt[k];
+            }
+        }
+        bool overflow = false;
+        if (__ballot_sync(FULL_WARP, total != 0)) {
+            const int inclusive = warp_inclusive_sum(total);
+            const int warp_total = __shfl_sync(FULL_WARP, inclusive, 31);
+            int at = 0;
+            if (lane == 31) at = atomicAdd(&own_count[p], warp_total);
+            at = __shfl_sync(FULL_WARP, at, 31) + inclusive - total;
+#pragma unroll
+            for (int k = 0; k < 32 / SIGMA; ++k) {
+                const u32 a = (word >> (k * SIGMA)) & SLICE_MASK;
+                for (int v = first[k]; v < first[k] + cnt[k]; ++v, ++at) {
+                    if (at < OWN_CAP) {
+                        own_vss[at] = v;
+                        own_alpha[at] = a;
+                    } else {  // no room: this lane's warp expands it now
+                        overflow = true;
+                    }
+                }
+            }
+        }
+        // Entries beyond the shared list (wide levels): each lane's own, expanded by its warp.
+        u32 spill = __ballot_sync(FULL_WARP, overflow);
+        while (spill) {
+            const int l = __ffs(spill) - 1;
+            spill &= spill - 1;
+            int at = 0;  // recompute the lane's share, in the same order
+            const u32 wl = __shfl_sync(FULL_WARP, word, l);
+            const long long wwl = __shfl_sync(FULL_WARP, w, l);
+#pragma unroll
+            for (int k = 0; k < 32 / SIGMA; ++k) {
+                const u32 a = (wl >> (k * SIGMA)) & SLICE_MASK;
+                if (!a) continue;
+                const int s = (int)(wwl * (32 / SIGMA) + k);
+                const int f0 = __ldg(g.real_ptrs + s), f1 = __ldg(g.real_ptrs + s + 1);
+                for (int v = f0; v < f1; ++v) {
+                    const LaneRows rows[1] = {lane_rows(g.row_ids, v, lane)};
+                    u32 one[1] = {slot_hits(__ldg(g.masks + (long long)v * 32 + lane), a, lane)};
+                    claim_rows<1>(st, lv, rows, one, check_visited);
+                }
+            }
+            (void)at;
+        }
+        __syncthreads();
+        int count = own_count[p];
+        count = count < OWN_CAP ? count : OWN_CAP;
+        for (int e = warp; e < count; e += n_warps) {
+            const int v = own_vss[e];
+            const u32 a = own_alpha[e];
+            const LaneRows rows[1] = {lane_rows(g.row_ids, v, lane)};
+            u32 one[1] = {slot_hits(__ldg(g.masks + (long long)v * 32 + lane), a, lane)};
+            claim_rows<1>(st, lv, rows, one, check_visited);
+        }
+        if (threadIdx.x == 0) own_count[p ^ 1] = 0;
+        if (r + 1 < rounds) __syncthreads();
+    }
+    return;
+    }
+"""
+    + _RES_BODY
+)
+
+# session 29: per level and block, the global timer at stage 1's start (0), after the owned
+# queue's gathering (1), at the barrier's arrival (2) and its release (3), and (4) the owned
+# queue's entries; in level_clock[n + 2 ...] (record_levels engines; .probe/trace_levels.py)
+_TRACE_DECL = (
+    "__shared__ u64* trace_buf;\n"
+    "#define TRACE(k, slot, v) do { u64* t_ = trace_buf; long long i_ = ((long long)(k) * "
+    "gridDim.x + blockIdx.x) * 8 + (slot); if (t_ != nullptr && i_ < trace_cap) t_[i_] = (v); "
+    "} while (0)\n"
+    "__shared__ long long trace_cap;\n"
+    "struct Graph {"
+)
+_TRACE_COMMON = [
+    ("struct Graph {", _TRACE_DECL),
+    (
+        "    int* const own_levels = st.levels;",
+        "    if (threadIdx.x == 0) { trace_buf = st.level_clock ? st.level_clock + g.n + 2 : "
+        "nullptr; trace_cap = g.n + 2; }\n    int* const own_levels = st.levels;",
+    ),
+]
+_TRACE_SUM = [
+    (
+        "        add_release(counter, 1ull + ((u64)block_total << 32));\n"
+        "        const u64 seen = barrier_wait(ctl, counter, sum_target(b), 32);",
+        "        TRACE(b.met, 2, global_timer_ns());\n"
+        "        add_release(counter, 1ull + ((u64)block_total << 32));\n"
+        "        const u64 seen = barrier_wait(ctl, counter, sum_target(b), 32);\n"
+        "        TRACE(b.met, 3, global_timer_ns());",
+    ),
+    (
+        "    Level lv = make_level(g, st, L, wk);\n    const bool check_visited",
+        "    if (threadIdx.x == 0) TRACE(L, 0, global_timer_ns());\n"
+        "    Level lv = make_level(g, st, L, wk);\n    const bool check_visited",
+    ),
+]
+_TRACE_GRID = [
+    (
+        "        add_release(count, 1ull);\n        barrier_wait(ctl, count, target, 64);",
+        "        TRACE(target / gridDim.x - 1, 2, global_timer_ns());\n"
+        "        add_release(count, 1ull);\n        barrier_wait(ctl, count, target, 64);\n"
+        "        TRACE(target / gridDim.x - 1, 3, global_timer_ns());",
+    ),
+    (
+        "    Level lv = make_level(g, st, L, wk);\n    const u32 qsize",
+        "    if (threadIdx.x == 0) TRACE(L, 0, global_timer_ns());\n"
+        "    Level lv = make_level(g, st, L, wk);\n    const u32 qsize",
+    ),
+]
+_OWNED_T1 = [
+    (
+        "        __syncthreads();\n        int count = own_count[p];\n",
+        "        if (threadIdx.x == 0 && r == 0) TRACE(lv.L, 5, global_timer_ns());\n"
+        "        __syncthreads();\n        int count = own_count[p];\n"
+        "        if (threadIdx.x == 0 && r == 0) { TRACE(lv.L, 1, global_timer_ns()); "
+        "TRACE(lv.L, 4, count); }\n",
+    ),
+    (
+        "        int first[32 / SIGMA], cnt[32 / SIGMA];\n",
+        "        if (threadIdx.x == 0 && r == 0) {\n"
+        '            asm volatile("" :: "r"(word));\n'
+        "            TRACE(lv.L, 6, global_timer_ns());\n        }\n"
+        "        int first[32 / SIGMA], cnt[32 / SIGMA];\n",
+    ),
+    (
+        "        bool overflow = false;\n",
+        "        if (threadIdx.x == 0 && r == 0) {\n"
+        '            asm volatile("" :: "r"(total));\n'
+        "            TRACE(lv.L, 7, global_timer_ns());\n        }\n"
+        "        bool overflow = false;\n",
+    ),
+]
+
+
+# session 29: the vss queue's entries two at a time per warp (i and i + W together: loads, MMAs
+# and each phase of the claims in flight together), sigma 32 only (one row a lane and VSS)
+_VSS_LOOP = """    for (long long i = lv.wk.warp; i < (long long)qsize; i += lv.wk.n_warps) {
+        const int2 entry = __ldcg(q + i);
+        const int v = entry.x;
+        const VssWords w = load_vss(g, v, lane, prefetch_rows);
+        const u32 alpha = set_alpha(lv.f_cur, entry.y);
+        expand_vss(g, st, lv, v, w, alpha, lane, prefetch_rows, check_visited);
+    }"""
+_VSS_PAIRS = """    const long long W_ = lv.wk.n_warps;
+    for (long long i = lv.wk.warp; i < (long long)qsize; i += 2 * W_) {
+        const bool two = i + W_ < (long long)qsize;  // warp-uniform
+        const int2 e0 = __ldcg(q + i);
+        const int2 e1 = two ? __ldcg(q + i + W_) : e0;
+        const VssWords w0 = load_vss(g, e0.x, lane, true);
+        const VssWords w1 = load_vss(g, e1.x, lane, true);
+        const u32 a0 = set_alpha(lv.f_cur, e0.y);
+        const u32 a1 = two ? set_alpha(lv.f_cur, e1.y) : 0u;
+        const u32 h0 = slot_hits(w0.mask, a0, lane);
+        const u32 h1 = slot_hits(w1.mask, a1, lane);
+        int r0 = h0 ? w0.rows.r[0] : -1, r1 = h1 ? w1.rows.r[0] : -1;
+        if (check_visited) {
+            const u32 s0 = r0 >= 0 ? __ldcg(st.visited + (r0 >> 5)) : 0u;
+            const u32 s1 = r1 >= 0 ? __ldcg(st.visited + (r1 >> 5)) : 0u;
+            if (r0 >= 0 && ((s0 >> (r0 & 31)) & 1u)) r0 = -1;
+            if (r1 >= 0 && ((s1 >> (r1 & 31)) & 1u)) r1 = -1;
+        }
+        const u32 bit0 = 1u << (r0 & 31), bit1 = 1u << (r1 & 31);
+        SetRange g0{0, 0}, g1{0, 0};
+        if (r0 >= 0) g0 = set_range(g, r0 / SIGMA);
+        if (r1 >= 0) g1 = set_range(g, r1 / SIGMA);
+        const u32 v0 = r0 >= 0 ? atomicOr(st.visited + (r0 >> 5), bit0) : bit0;
+        const u32 v1 = r1 >= 0 ? atomicOr(st.visited + (r1 >> 5), bit1) : bit1;
+        u32 f0 = 1u, f1 = 1u;
+        if (!(v0 & bit0)) {
+            st.levels[r0] = lv.L + 1;
+            lv.fresh += 1;
+            f0 = atomicOr(lv.f_next + (r0 >> 5), bit0);
+        }
+        if (!(v1 & bit1)) {
+            st.levels[r1] = lv.L + 1;
+            lv.fresh += 1;
+            f1 = atomicOr(lv.f_next + (r1 >> 5), bit1);
+        }
+        if (f0 == 0u) queue_push_set(lv.q_next, lv.qsize_next, r0 / SIGMA, g0);
+        if (f1 == 0u) queue_push_set(lv.q_next, lv.qsize_next, r1 / SIGMA, g1);
+    }"""
+
+
+# session 29 (with trace_vss): warp 0's first entry, stamped after the entry (1), the VSS's
+# words and alpha (4), its expansion (5), and after the warp's last entry (7)
+_VSS_CHAIN = """    bool first_ = true;
+    for (long long i = lv.wk.warp; i < (long long)qsize; i += lv.wk.n_warps) {
+        const bool tr_ = first_ && threadIdx.x == 0;
+        const int2 entry = __ldcg(q + i);
+        if (tr_) { asm volatile("" :: "r"(entry.x)); TRACE(lv.L, 1, global_timer_ns()); }
+        const int v = entry.x;
+        const VssWords w = load_vss(g, v, lane, prefetch_rows);
+        const u32 alpha = set_alpha(lv.f_cur, entry.y);
+        if (tr_) { asm volatile("" :: "r"(alpha), "r"(w.mask)); TRACE(lv.L, 4, global_timer_ns()); }
+        expand_vss(g, st, lv, v, w, alpha, lane, prefetch_rows, check_visited);
+        __syncwarp();
+        if (tr_) TRACE(lv.L, 5, global_timer_ns());
+        first_ = false;
+    }
+    __syncwarp();
+    if (threadIdx.x == 0) TRACE(lv.L, 7, global_timer_ns());"""
+
+
+# session 29: claims by compare-and-swap on the level (-1 -> L + 1) instead of atomicOr on the
+# visited bitmap: a level's claims spread over 32x more L2 lines (reordered graphs only: their
+# levels start at -1; graphs in their own ids get their -1s after the traversal). Patches of
+# the template before claim_cas_nv's form became its own (topdown_eager.cu.j2): they no longer
+# apply; claim_or puts the old claims back.
+_CLAIM_OR = """    if (atomicOr(st.visited + w, bit) & bit) return;
+    st.levels[r] = lv.L + 1;"""
+_CLAIM_CAS = """    if (atomicCAS(st.levels + r, -1, lv.L + 1) != -1) return;
+    atomicOr(st.visited + w, bit);"""
+_CLAIM_CAS_NV = """    if (atomicCAS(st.levels + r, -1, lv.L + 1) != -1) return;"""
+_FILTER_VIS = "    if (check_visited && (__ldcg(st.visited + w) & bit)) return;"
+_FILTER_LEV = "    if (check_visited && __ldcg(st.levels + r) != -1) return;"
+
+
+# session 29: the push decided by atomicMax on a per-slice-set tag, 128 bytes apart (one L2 line
+# a set), instead of the F_{L+1} atomic's return; F_{L+1} is then OR-ed without a return. The
+# tag is the launch's epoch * 4096 + L + 1, so no clearing between calls (probe: sigma 32,
+# n_sets <= 32,768, depth < 4,096)
+_PUSH_OR = """    const u32 before = atomicOr(lv.f_next + w, bit);
+    if (before == 0u)
+        queue_push_set(lv.q_next, lv.qsize_next, s, range);"""
+_PUSH_TAG = """    atomicOr(lv.f_next + w, bit);
+    const unsigned tag = push_e + (unsigned)lv.L + 1u;
+    if (s < 32768 && atomicMax(push_tag + (long long)s * 32, tag) < tag)
+        queue_push_set(lv.q_next, lv.qsize_next, s, range);"""
+_PUSH_TAG_PARTS = [
+    (
+        "struct Graph {",
+        "__device__ unsigned push_tag[32768 * 32];\n__device__ unsigned push_epoch;\n"
+        "__shared__ unsigned push_e;\nstruct Graph {",
+    ),
+    (
+        "    int* const own_levels = st.levels;",
+        "    if (threadIdx.x == 0) push_e = (push_epoch + 1u) * 4096u;\n"
+        "    int* const own_levels = st.levels;",
+    ),
+    (
+        "        if (!fused) return;",
+        "        if (blockIdx.x == 0 && threadIdx.x == 0) push_epoch += 1u;\n"
+        "        if (!fused) return;",
+    ),
+    (_PUSH_OR, _PUSH_TAG),
+]
+
+
 PATCHES: dict[str, list[tuple[str, str]]] = {
     "base": [],
+    # session 29: the pushed VSSs' mask and row lines prefetched into L2 for the next level
+    "push_prefetch": [
+        (
+            "    if (before == 0u)\n        queue_push_set(lv.q_next, lv.qsize_next, s, range);",
+            "    if (before == 0u) {\n"
+            "        for (int k = range.first; k < range.last; ++k) {\n"
+            '            asm volatile("prefetch.global.L2 [%0];" :: '
+            '"l"(g.masks + (long long)k * 32));\n'
+            '            asm volatile("prefetch.global.L2 [%0];" :: '
+            '"l"(g.row_ids + (long long)k * TAU));\n'
+            "        }\n"
+            "        queue_push_set(lv.q_next, lv.qsize_next, s, range);\n    }",
+        )
+    ],
+    "vss_pairs": [(_VSS_LOOP, _VSS_PAIRS)],
+    "claim_cas": [(_CLAIM_OR, _CLAIM_CAS)],
+    # since session 29 (after claim_cas_nv became the template's): the claims through visited
+    # on reordered graphs too, as before
+    "claim_or": [
+        (
+            "    const bool by_level = claims_by_level(g);  // the same for every thread",
+            "    const bool by_level = false;",
+        )
+    ],
+    "claim_cas_nv": [(_CLAIM_OR, _CLAIM_CAS_NV), (_FILTER_VIS, _FILTER_LEV)],
+    "push_tag": _PUSH_TAG_PARTS,
+    # session 29: the frontier words of sigma-32 sets 32 apart in memory (word w at
+    # (w % 32) * 1024 + w / 32), so a level's F_{L+1} atomics spread over 32x more L2 lines
+    # (probe: delaunay-20, n_words = 32,768, eager vss)
+    "f_swizzle": [
+        ("    return __ldcg(f + s);", "    return __ldcg(f + FSWZ(s));"),
+        (
+            "struct Graph {",
+            "#define FSWZ(w) ((((w) & 31) << 10) + ((w) >> 5))\nstruct Graph {",
+        ),
+        (
+            "        st.frontier[0LL * g.n_words + w] = word;",
+            "        st.frontier[0LL * g.n_words + FSWZ(w)] = word;",
+        ),
+        ("        st.frontier[w] = bit;", "        st.frontier[FSWZ(w)] = bit;"),
+        (
+            "    const u32 before = atomicOr(lv.f_next + w, bit);",
+            "    const u32 before = atomicOr(lv.f_next + FSWZ(w), bit);",
+        ),
+    ],
+    # session 29: F_{L-1}'s clearing after the level's expansion instead of before it
+    "clear_late": [
+        (
+            "    clear_old_frontier(g, st, L, wk);\n"
+            "    topdown(g, st, lv, qsize, small_level, check_visited);",
+            "    topdown(g, st, lv, qsize, small_level, check_visited);\n"
+            "    clear_old_frontier(g, st, L, wk);",
+        )
+    ],
+    "cas_tag": [(_CLAIM_OR, _CLAIM_CAS_NV), (_FILTER_VIS, _FILTER_LEV)] + _PUSH_TAG_PARTS,
+    "vss_chain": [(_VSS_LOOP, _VSS_CHAIN)],
+    "owned": [
+        (_RES_BODY, _OWNED),
+        ("#define RESIDENT ", "#define OWN_CAP 2048\n#define RESIDENT "),
+    ],
+    "trace_vss": _TRACE_COMMON + _TRACE_GRID,
+    "trace_res": _TRACE_COMMON + _TRACE_SUM,
     "nofilter": [("if (head[k] >= 0 && check_visited) {", "if (head[k] >= 0 && false) {")],
     "no_skip_marked": [("#define SKIP_MARKED 1", "#define SKIP_MARKED 0")],
     "steps8": [("#define ARC_STEPS 4", "#define ARC_STEPS 8")],
@@ -275,6 +631,7 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
         ),
     ],
 }
+PATCHES["trace_owned"] = PATCHES["owned"] + PATCHES["trace_res"] + _OWNED_T1
 
 
 def resources(function) -> str:
@@ -317,12 +674,15 @@ def main() -> None:
     ap.add_argument("--geometry", default="1024:1:0", help="BLOCK:BLOCKS_PER_SM:SMALL_QUEUE")
     ap.add_argument("--eta", type=float, default=10.0)
     ap.add_argument("--ordering", default=None, help="natural, rcm or jaccard (default: the C++'s)")
+    ap.add_argument("--check", type=int, default=0, help="levels of this many sources vs SciPy")
     args = ap.parse_args()
     geometry = tuple(int(x) for x in args.geometry.split(":"))
     specs = [_by_name(n) for n in args.variants.split(",")]
     for name in args.graphs.split(","):
         b = Bench.load(name, 64, args.ordering)
         for key in args.patches.split(","):
+            if "+" in key:  # patches applied together
+                PATCHES[key] = [part for k in key.split("+") for part in PATCHES[k]]
             # The engine binds ``render`` at import: patch its name too (before session 13 only
             # the module's was patched, so the engine compiled the unpatched source).
             install(key)
@@ -337,6 +697,8 @@ def main() -> None:
                 )
             with b.engine(specs[0], args.eta, geometry, record_levels=True) as eng:
                 print("   " + resources(eng._kernels["bfs"].function))
+                for src in b.sources[: args.check]:
+                    check_levels(b.graph, int(src), eng.bfs(int(src)), f"{key} {name}")
                 eng.bfs(int(b.sources[0]))
                 eng.bfs(int(b.sources[0]))
                 stages = eng.stage_times_ms()

@@ -102,6 +102,13 @@ template <class T, class U> __attribute__((noinline)) T atomicOr(T* p, U v) {
     return __atomic_fetch_or(p, (T)v, SEQ_CST); }
 template <class T, class U> __attribute__((noinline)) T atomicAnd(T* p, U v) {
     return __atomic_fetch_and(p, (T)v, SEQ_CST); }
+template <class T, class U> __attribute__((noinline)) T atomicMax(T* p, U v) {
+    T old = __atomic_load_n(p, SEQ_CST);
+    while (old < (T)v && !__atomic_compare_exchange_n(p, &old, (T)v, false, SEQ_CST, SEQ_CST)) {}
+    return old; }
+template <class T> __attribute__((noinline)) T atomicCAS(T* p, T expected, T v) {
+    __atomic_compare_exchange_n(p, &expected, v, false, SEQ_CST, SEQ_CST);
+    return expected; }
 inline int __ffs(int x) { return __builtin_ffs(x); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }

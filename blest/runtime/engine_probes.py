@@ -82,6 +82,18 @@ class EngineProbes:
         stage2 = clock[self.n + 2 : self.n + 2 + levels]
         return np.stack([stage2 - starts[:-1], starts[1:] - stage2], axis=1) / 1e6
 
+    def _visited_bits(self) -> np.ndarray:
+        """The visited bitmap after the last call. The eager claims on a reordered graph keep
+        none (they claim a vertex by its level: topdown_eager.cu.j2), so there it is the
+        vertices whose internal level is set."""
+        eager_claims = self.spec.update == "eager" and self.spec.queue != "resident"
+        if not eager_claims or self.permutation.is_identity:
+            return self._state["visited"].get()
+        reached = self._state["levels"][: self.n].get() >= 0
+        bits = np.zeros(self._n_words * 32, dtype=bool)
+        bits[: reached.size] = reached
+        return np.packbits(bits, bitorder="little").view(np.uint32)
+
     def debug_state(self) -> dict[str, Any]:
         """Bitmaps and queue after the last call (internal ids), for level-by-level checks.
 
@@ -109,7 +121,7 @@ class EngineProbes:
             queue = entries[order, 0].astype(np.int64)
             queue_sets = entries[order, 1].astype(np.int64)
         return {
-            "visited": self._state["visited"].get(),
+            "visited": self._visited_bits(),
             "frontier": frontier.get(),
             "queue": queue,
             "queue_sets": queue_sets,

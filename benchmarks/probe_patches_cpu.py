@@ -1,0 +1,65 @@
+"""A probe_patches.py patch of an eager persistent variant, checked on the CPU runner
+(tests/cuda_cpu.py: one block of 128 threads) against SciPy before it goes to a GPU: the
+small zoo at 360, 3,000 and 10,000 vertices, grid and small-queue levels.
+
+    python3 benchmarks/probe_patches_cpu.py owned 32,16,8 resident [seed]
+
+Patches joined by "+" apply together.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import test_ss_kernels_cpu as cpu  # noqa: E402
+from cuda_cpu import build, small_zoo  # noqa: E402
+from probe_patches import PATCHES  # noqa: E402
+
+from blest.codegen.render import graph_params, kernel_names, render, state_params  # noqa: E402
+from blest.codegen.spec import VariantSpec  # noqa: E402
+from blest.graph.prepared import Prepared  # noqa: E402
+from blest.reference import bfs_levels  # noqa: E402
+
+
+def patched_program(spec: VariantSpec, key: str, cache: Path) -> Path:
+    """The init and traversal kernels of ``spec`` with patch ``key``, built for the CPU."""
+    text = render(spec)
+    for old, new in (p for k in key.split("+") for p in PATCHES[k]):
+        if old not in text:
+            raise SystemExit(f"patch {key!r}: {old[:60]!r}... is not in {spec.name}")
+        text = text.replace(old, new)
+    params = [(p.ctype, p.name) for p in graph_params(spec) + state_params(spec)]
+    names = kernel_names(spec)
+    bfs = (names["bfs"], [("int", "depth_limit"), ("double", "eta"), ("double", "beta"),
+                          ("double", "alpha"), ("unsigned int", "small_queue"),
+                          ("u32*", "ctl_out"), ("int", "fused")])  # fmt: skip
+    init = (names["init"], [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src")])
+    return build(text, [init, bfs], params, [], cache)
+
+
+def main() -> None:
+    key, sigmas, queue = sys.argv[1], [int(x) for x in sys.argv[2].split(",")], sys.argv[3]
+    rng = np.random.default_rng(int(sys.argv[4]) if len(sys.argv) > 4 else 0)
+    cache = Path("/tmp/blest-patch-cpu")
+    cache.mkdir(exist_ok=True)
+    for sigma in sigmas:
+        spec = VariantSpec(sigma=sigma, update="eager", queue=queue, switching=False)
+        exe = patched_program(spec, key, cache)
+        for n in (360, 3000, 10000):
+            for name, graph in small_zoo(rng, n).items():
+                prep = Prepared.from_graph(graph, sigma)
+                for small in (0, 16):
+                    src = int(rng.choice(np.flatnonzero(graph.out_degree > 0)))
+                    levels, _ = cpu.traverse(exe, spec, prep, src, 0.0, small)
+                    if not np.array_equal(levels, bfs_levels(graph, src)):
+                        raise SystemExit(f"{key} sigma {sigma} {name} n={n} src={src}: differs")
+                print(f"ok: {key} sigma {sigma} n={n} {name}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
