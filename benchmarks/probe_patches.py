@@ -168,7 +168,7 @@ _OWNED = (
                 for (int v = f0; v < f1; ++v) {
                     const LaneRows rows[1] = {lane_rows(g.row_ids, v, lane)};
                     u32 one[1] = {slot_hits(__ldg(g.masks + (long long)v * 32 + lane), a, lane)};
-                    claim_rows<1>(st, lv, rows, one, check_visited);
+                    claim_rows<1>(st, lv, rows, one, check_visited, claims_by_level(g));
                 }
             }
             (void)at;
@@ -181,7 +181,7 @@ _OWNED = (
             const u32 a = own_alpha[e];
             const LaneRows rows[1] = {lane_rows(g.row_ids, v, lane)};
             u32 one[1] = {slot_hits(__ldg(g.masks + (long long)v * 32 + lane), a, lane)};
-            claim_rows<1>(st, lv, rows, one, check_visited);
+            claim_rows<1>(st, lv, rows, one, check_visited, claims_by_level(g));
         }
         if (threadIdx.x == 0) own_count[p ^ 1] = 0;
         if (r + 1 < rounds) __syncthreads();
@@ -396,6 +396,32 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     ],
     "vss_pairs": [(_VSS_LOOP, _VSS_PAIRS)],
     "claim_cas": [(_CLAIM_OR, _CLAIM_CAS)],
+    # session 29: the resident queue's claims by level too (reordered graphs only: own-id
+    # graphs' fused calls start without -1s); the template's form since, so it no longer
+    # applies: res_or puts the claims through visited back
+    "res_or": [
+        (
+            "    const bool by_level = claims_by_level(g);\n    claim_rows<RESIDENT>",
+            "    const bool by_level = false;\n    claim_rows<RESIDENT>",
+        )
+    ],
+    "res_cas": [
+        (
+            "seen[k][t] = ((hits[k] >> t) & 1u) ? __ldcg(st.visited + (rows[k].r[t] >> 5)) : 0u;",
+            "seen[k][t] = ((hits[k] >> t) & 1u) && __ldcg(st.levels + rows[k].r[t]) >= 0 "
+            "? ~0u : 0u;",
+        ),
+        (
+            "before[k][t] = ((hits[k] >> t) & 1u) ? atomicOr(st.visited + (r >> 5), bit) : bit;",
+            "before[k][t] = ((hits[k] >> t) & 1u) "
+            "? (atomicCAS(st.levels + r, -1, lv.L + 1) == -1 ? 0u : bit) : bit;",
+        ),
+        (
+            "            if (before[k][t] & bit) continue;  // no hit, or reached before\n"
+            "            st.levels[r] = lv.L + 1;\n",
+            "            if (before[k][t] & bit) continue;  // no hit, or reached before\n",
+        ),
+    ],
     # since session 29 (after claim_cas_nv became the template's): the claims through visited
     # on reordered graphs too, as before
     "claim_or": [

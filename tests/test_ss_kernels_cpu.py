@@ -206,9 +206,8 @@ def test_reordered_levels_match_scipy(programs, rng, spec):
             ctl = out["ctl"]
             assert ctl[CTL["error"]] == 0 and ctl[CTL["visited"]] == np.count_nonzero(want >= 0)
             assert np.int32(ctl[CTL["depth"]]) == want.max(), ctx
-            if spec.queue != "resident":  # visited holds init's seed bit alone
-                seen = np.unpackbits(out["visited"].view(np.uint8), bitorder="little")
-                assert np.flatnonzero(seen).tolist() == [int(order[src])], ctx
+            seen = np.unpackbits(out["visited"].view(np.uint8), bitorder="little")
+            assert np.flatnonzero(seen).tolist() == [int(order[src])], ctx  # init's bit alone
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)

@@ -83,11 +83,10 @@ class EngineProbes:
         return np.stack([stage2 - starts[:-1], starts[1:] - stage2], axis=1) / 1e6
 
     def _visited_bits(self) -> np.ndarray:
-        """The visited bitmap after the last call. The eager claims on a reordered graph keep
-        none (they claim a vertex by its level: topdown_eager.cu.j2), so there it is the
-        vertices whose internal level is set."""
-        eager_claims = self.spec.update == "eager" and self.spec.queue != "resident"
-        if not eager_claims or self.permutation.is_identity:
+        """The visited bitmap after the last call. The eager kernels keep none on a reordered
+        graph (they claim a vertex by its level: ``claims_by_level``, level_state.cu.j2), so
+        there it is the vertices whose internal level is set."""
+        if self.spec.update != "eager" or self.permutation.is_identity:
             return self._state["visited"].get()
         reached = self._state["levels"][: self.n].get() >= 0
         bits = np.zeros(self._n_words * 32, dtype=bool)
