@@ -401,9 +401,61 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     # applies: res_or puts the claims through visited back
     "res_or": [
         (
-            "    const bool by_level = claims_by_level(g);\n    claim_rows<RESIDENT>",
-            "    const bool by_level = false;\n    claim_rows<RESIDENT>",
+            "    const bool by_level = claims_by_level(g);\n    if (by_level)\n"
+            "        claim_rows<RESIDENT, true>",
+            "    const bool by_level = false;\n    if (by_level)\n"
+            "        claim_rows<RESIDENT, true>",
         )
+    ],
+    # session 29: the resident claims' by_level as a template argument, chosen once a level
+    # (two copies of the claims, no per-row select); the template's form since, so res_hoist
+    # and vss_hoist no longer apply
+    "res_hoist": [
+        (
+            "template <int K>\n__device__ __forceinline__ void claim_rows(",
+            "template <int K, bool by_level>\n__device__ __forceinline__ void claim_rows(",
+        ),
+        (
+            "    u32 (&hits)[K], bool check_visited, bool by_level) {",
+            "    u32 (&hits)[K], bool check_visited, bool) {",
+        ),
+        (
+            "    claim_rows<RESIDENT>(st, lv, res.rows, hits, check_visited, by_level);",
+            "    if (by_level)\n"
+            "        claim_rows<RESIDENT, true>(st, lv, res.rows, hits, check_visited, true);\n"
+            "    else\n"
+            "        claim_rows<RESIDENT, false>(st, lv, res.rows, hits, check_visited, false);",
+        ),
+        (
+            "        claim_rows<1>(st, lv, rows, one, check_visited, by_level);",
+            "        if (by_level) claim_rows<1, true>(st, lv, rows, one, check_visited, true);\n"
+            "        else claim_rows<1, false>(st, lv, rows, one, check_visited, false);",
+        ),
+    ],
+    # ... and the eager reach_row's, chosen once a VSS
+    "vss_hoist": [
+        (
+            "__device__ __forceinline__ void reach_row(",
+            "template <bool by_level>\n__device__ __forceinline__ void reach_row(",
+        ),
+        ("    const bool by_level = claims_by_level(g);  // the same for every thread\n", ""),
+        (
+            "__device__ __forceinline__ void expand_vss(",
+            "template <bool by_level>\n__device__ __forceinline__ void expand_vss(",
+        ),
+        (
+            "reach_row(g, st, lv, w.rows.r[k], check_visited);",
+            "reach_row<by_level>(g, st, lv, w.rows.r[k], check_visited);",
+        ),
+        (
+            "        expand_vss(g, st, lv, v, w, alpha, lane, prefetch_rows, check_visited);",
+            "        if (claims_by_level(g))\n"
+            "            expand_vss<true>(g, st, lv, v, w, alpha, lane, prefetch_rows,"
+            " check_visited);\n"
+            "        else\n"
+            "            expand_vss<false>(g, st, lv, v, w, alpha, lane, prefetch_rows,"
+            " check_visited);",
+        ),
     ],
     "res_cas": [
         (
@@ -426,8 +478,8 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     # on reordered graphs too, as before
     "claim_or": [
         (
-            "    const bool by_level = claims_by_level(g);  // the same for every thread",
-            "    const bool by_level = false;",
+            "    const int lane = lane_id();\n    const bool by_level = claims_by_level(g);",
+            "    const int lane = lane_id();\n    const bool by_level = false;",
         )
     ],
     "claim_cas_nv": [(_CLAIM_OR, _CLAIM_CAS_NV), (_FILTER_VIS, _FILTER_LEV)],
