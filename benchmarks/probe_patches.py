@@ -457,6 +457,39 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             " check_visited);",
         ),
     ],
+    # session 29: the frontier words 33 apart (word w at w * 33 mod n_words: a bijection where
+    # gcd(33, n_words) = 1), so that a level's F_{L+1} atomics spread over 33x more L2 lines
+    # (sigma 32 only; the levels' check catches an n_words that 33 divides)
+    "f_spread": [
+        (
+            "struct Graph {",
+            "__shared__ int fswz_n;\n"
+            "#define FSWZ(w) ((int)(((long long)(w) * 33) % fswz_n))\nstruct Graph {",
+        ),
+        ("    return __ldcg(f + s);", "    return __ldcg(f + FSWZ(s));"),
+        (
+            "        st.frontier[0LL * g.n_words + w] = word;",
+            "        st.frontier[0LL * g.n_words + (int)(((long long)w * 33) % g.n_words)] = word;",
+        ),
+        ("        st.frontier[w] = bit;", "        st.frontier[FSWZ(w)] = bit;"),
+        (
+            "    int* const own_levels = st.levels;",
+            "    if (threadIdx.x == 0) fswz_n = g.n_words;\n    __syncthreads();\n"
+            "    int* const own_levels = st.levels;",
+        ),
+    ],
+    "f_spread_res": [
+        (
+            "            atomicOr(lv.f_next + (r >> 5), bit);",
+            "            atomicOr(lv.f_next + FSWZ(r >> 5), bit);",
+        )
+    ],
+    "f_spread_vss": [
+        (
+            "    const u32 before = atomicOr(lv.f_next + w, bit);",
+            "    const u32 before = atomicOr(lv.f_next + FSWZ(w), bit);",
+        )
+    ],
     "res_cas": [
         (
             "seen[k][t] = ((hits[k] >> t) & 1u) ? __ldcg(st.visited + (rows[k].r[t] >> 5)) : 0u;",
