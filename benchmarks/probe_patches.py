@@ -490,6 +490,17 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             "    const u32 before = atomicOr(lv.f_next + FSWZ(w), bit);",
         )
     ],
+    # session 29: |Q|'s counters on an L2 line of their own (word 64 of the control block's
+    # 512-byte segment), away from the fresh counts' atomics and the level's counter loads
+    # (timing: the host's copy of the control block misses |Q|)
+    "qsize_line": [
+        ("#define CTL_QSIZE 0  //", "#define CTL_QSIZE 64  //"),
+        (
+            "        st.ctl[CTL_QSIZE + 0] = total;",
+            "        for (int c = 0; c < QUEUE_BUFFERS; ++c) st.ctl[CTL_QSIZE + c] = 0u;\n"
+            "        st.ctl[CTL_QSIZE + 0] = total;",
+        ),
+    ],
     "res_cas": [
         (
             "seen[k][t] = ((hits[k] >> t) & 1u) ? __ldcg(st.visited + (rows[k].r[t] >> 5)) : 0u;",
