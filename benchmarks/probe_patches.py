@@ -501,6 +501,23 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             "        st.ctl[CTL_QSIZE + 0] = total;",
         ),
     ],
+    # session 29, with the claims by level: the visited filter (a load of the level) on every
+    # level, or on none
+    "vss_filter_always": [
+        ("    const bool check_visited = !small_level;", "    const bool check_visited = true;")
+    ],
+    "res_filter_always": [
+        (
+            "    const bool check_visited = 32ull * fresh >= (unsigned long long)(u32)g.n;",
+            "    const bool check_visited = true;",
+        )
+    ],
+    "res_filter_never": [
+        (
+            "    const bool check_visited = 32ull * fresh >= (unsigned long long)(u32)g.n;",
+            "    const bool check_visited = false;",
+        )
+    ],
     "res_cas": [
         (
             "seen[k][t] = ((hits[k] >> t) & 1u) ? __ldcg(st.visited + (rows[k].r[t] >> 5)) : 0u;",
