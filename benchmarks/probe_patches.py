@@ -168,7 +168,10 @@ _OWNED = (
                 for (int v = f0; v < f1; ++v) {
                     const LaneRows rows[1] = {lane_rows(g.row_ids, v, lane)};
                     u32 one[1] = {slot_hits(__ldg(g.masks + (long long)v * 32 + lane), a, lane)};
-                    claim_rows<1>(st, lv, rows, one, check_visited, claims_by_level(g));
+                    if (claims_by_level(g))
+                        claim_rows<1, true>(st, lv, rows, one, check_visited);
+                    else
+                        claim_rows<1, false>(st, lv, rows, one, check_visited);
                 }
             }
             (void)at;
@@ -181,7 +184,10 @@ _OWNED = (
             const u32 a = own_alpha[e];
             const LaneRows rows[1] = {lane_rows(g.row_ids, v, lane)};
             u32 one[1] = {slot_hits(__ldg(g.masks + (long long)v * 32 + lane), a, lane)};
-            claim_rows<1>(st, lv, rows, one, check_visited, claims_by_level(g));
+            if (claims_by_level(g))
+                claim_rows<1, true>(st, lv, rows, one, check_visited);
+            else
+                claim_rows<1, false>(st, lv, rows, one, check_visited);
         }
         if (threadIdx.x == 0) own_count[p ^ 1] = 0;
         if (r + 1 < rounds) __syncthreads();

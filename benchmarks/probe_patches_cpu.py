@@ -20,7 +20,7 @@ import test_ss_kernels_cpu as cpu  # noqa: E402
 from cuda_cpu import build, small_zoo  # noqa: E402
 from probe_patches import PATCHES  # noqa: E402
 
-from blest.codegen.render import graph_params, kernel_names, render, state_params  # noqa: E402
+from blest.codegen.render import render  # noqa: E402
 from blest.codegen.spec import VariantSpec  # noqa: E402
 from blest.graph.prepared import Prepared  # noqa: E402
 from blest.reference import bfs_levels  # noqa: E402
@@ -33,12 +33,7 @@ def patched_program(spec: VariantSpec, key: str, cache: Path) -> Path:
         if old not in text:
             raise SystemExit(f"patch {key!r}: {old[:60]!r}... is not in {spec.name}")
         text = text.replace(old, new)
-    params = [(p.ctype, p.name) for p in graph_params(spec) + state_params(spec)]
-    names = kernel_names(spec)
-    bfs = (names["bfs"], [("int", "depth_limit"), ("double", "eta"), ("double", "beta"),
-                          ("double", "alpha"), ("unsigned int", "small_queue"),
-                          ("u32*", "ctl_out"), ("int", "fused")])  # fmt: skip
-    init = (names["init"], [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src")])
+    params, init, bfs = cpu.kernel_signatures(spec)
     return build(text, [init, bfs], params, [], cache)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_util import path_like, requires_gpu, seeded_zoo, sources
+from gpu_util import assert_level_states, path_like, requires_gpu, seeded_zoo, sources
 
 from blest import VariantSpec, variants
 from blest.errors import ArgumentError
@@ -102,20 +102,7 @@ def test_level_states_match_emulator(zoo, spec):
             if spec.switching:
                 want_bu = tuple(i for i, d in enumerate(ref.directions) if d == "bottom_up")
                 assert eng.stats.bottom_up_levels == want_bu, name
-            for state in ref.states:
-                eng.bfs(src, depth_limit=state.level)
-                got = eng.debug_state()
-                ctx = f"{spec.name} {name} src={src} level={state.level}"
-                np.testing.assert_array_equal(got["visited"], state.visited, err_msg=ctx)
-                np.testing.assert_array_equal(got["frontier"], state.frontier, err_msg=ctx)
-                if spec.queue == "resident":  # it counts no |Q|
-                    assert got["qsize"] is None, ctx
-                else:
-                    assert got["qsize"] == state.queue.size, ctx
-                if got["queue"] is not None:
-                    np.testing.assert_array_equal(got["queue"], state.queue, err_msg=ctx)
-                    want_sets = bvss.virtual_to_real[state.queue]
-                    np.testing.assert_array_equal(got["queue_sets"], want_sets, err_msg=ctx)
+            assert_level_states(eng, spec, ref, bvss, src, f"{spec.name} {name} src={src}")
 
 
 #: The eager grid variants, whose claims go by the levels on a reordered graph.
@@ -144,17 +131,9 @@ def test_reordered_eager_claims_match_emulator(zoo, spec):
                 np.testing.assert_array_equal(got, want, err_msg=f"{spec.name} {name} src={src}")
                 assert eng.stats.visited == int((want >= 0).sum()), (name, src)
             src = sources(rng, graph, 1)[0]
-            ref = emulate_spec(eng.prepared.bvss, internal, int(new_of_old[src]), spec)
-            for state in ref.states:
-                eng.bfs(src, depth_limit=state.level)
-                got = eng.debug_state()
-                ctx = f"{spec.name} {name} src={src} level={state.level}"
-                np.testing.assert_array_equal(got["visited"], state.visited, err_msg=ctx)
-                np.testing.assert_array_equal(got["frontier"], state.frontier, err_msg=ctx)
-                if spec.queue != "resident":  # (it counts no |Q|)
-                    assert got["qsize"] == state.queue.size, ctx
-                if got["queue"] is not None:
-                    np.testing.assert_array_equal(got["queue"], state.queue, err_msg=ctx)
+            bvss = build_bvss(internal, spec.sigma)  # NumPy's, the layout the engine must match
+            ref = emulate_spec(bvss, internal, int(new_of_old[src]), spec)
+            assert_level_states(eng, spec, ref, bvss, src, f"{spec.name} {name} src={src}")
 
 
 SWITCHING = [s for s in STATEFUL if s.switching]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_util import path_like, requires_gpu, seeded_zoo, sources
+from gpu_util import assert_level_states, path_like, requires_gpu, seeded_zoo, sources
 
 import blest
 from blest import VariantSpec, variants
@@ -109,20 +109,8 @@ def test_multi_seed_level_states_match_emulator(zoo, spec):
             if spec.switching:
                 want_bu = tuple(i for i, d in enumerate(ref.directions) if d == "bottom_up")
                 assert eng.stats.bottom_up_levels == want_bu, name
-            for state in ref.states:
-                eng.bfs(seeds, depth_limit=state.level)
-                got = eng.debug_state()
-                ctx = f"{spec.name} {name} seeds={seeds} level={state.level}"
-                np.testing.assert_array_equal(got["visited"], state.visited, err_msg=ctx)
-                np.testing.assert_array_equal(got["frontier"], state.frontier, err_msg=ctx)
-                if spec.queue == "resident":  # it counts no |Q|
-                    assert got["qsize"] is None, ctx
-                else:
-                    assert got["qsize"] == state.queue.size, ctx
-                if got["queue"] is not None:
-                    np.testing.assert_array_equal(got["queue"], state.queue, err_msg=ctx)
-                    want_sets = bvss.virtual_to_real[state.queue]
-                    np.testing.assert_array_equal(got["queue_sets"], want_sets, err_msg=ctx)
+            what = f"{spec.name} {name} seeds={seeds}"
+            assert_level_states(eng, spec, ref, bvss, seeds, what)
 
 
 @pytest.mark.parametrize("spec", FAMILIES, ids=lambda s: s.name)

@@ -59,17 +59,24 @@ if os.environ.get("BLEST_CPU_KERNELS") == "all":
     SPECS = list(variants(launch="persistent"))
 
 
+def kernel_signatures(spec: VariantSpec) -> tuple[list, tuple, tuple]:
+    """The CPU runner's view of ``spec``'s module: the parameters its kernels share, then the
+    init and the traversal kernels, each its name and its own parameters."""
+    params = [(p.ctype, p.name) for p in graph_params(spec) + state_params(spec)]
+    names = kernel_names(spec)
+    bfs = (names["bfs"], [("int", "depth_limit"), ("double", "eta"), ("double", "beta"),
+                          ("double", "alpha"), ("unsigned int", "small_queue"),
+                          ("u32*", "ctl_out"), ("int", "fused")])  # fmt: skip
+    init = (names["init"], [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src")])
+    return params, init, bfs
+
+
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory):
     cache = tmp_path_factory.mktemp("k")
     out = {}
     for spec in SPECS:
-        params = [(p.ctype, p.name) for p in graph_params(spec) + state_params(spec)]
-        names = kernel_names(spec)
-        bfs = (names["bfs"], [("int", "depth_limit"), ("double", "eta"), ("double", "beta"),
-                              ("double", "alpha"), ("unsigned int", "small_queue"),
-                              ("u32*", "ctl_out"), ("int", "fused")])  # fmt: skip
-        init = (names["init"], [("const int*", "seeds"), ("int", "n_seeds"), ("int", "src")])
+        params, init, bfs = kernel_signatures(spec)
         out[spec] = build(render(spec), [init, bfs], params, [], cache)
         out[spec, "fused"] = build(render(spec), [bfs], params, [], cache)
         serve = {**SERVE, "ctl_words": CTL_WORDS, "dst_tag_shift": DST_TAG_SHIFT,
