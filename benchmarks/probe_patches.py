@@ -524,6 +524,29 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             "    const bool check_visited = false;",
         )
     ],
+    # session 29: the level's grid barrier without its leading __syncthreads, which follows
+    # flush_fresh's (block_sum's) barrier with no global write between but thread 0's atomics
+    "bar_after_sum": [
+        (
+            "__device__ __forceinline__ void grid_barrier(u32* ctl, u64& target) {",
+            "__device__ __forceinline__ void grid_barrier_after_sum(u32* ctl, u64& target) {\n"
+            "    target += gridDim.x;\n"
+            "    if (threadIdx.x == 0) {\n"
+            "        u64* count = reinterpret_cast<u64*>(ctl + CTL_BARRIER_COUNT);\n"
+            "        add_release(count, 1ull);\n"
+            "        barrier_wait(ctl, count, target, 64);\n"
+            "    }\n"
+            "    __syncthreads();\n"
+            "}\n\n"
+            "__device__ __forceinline__ void grid_barrier(u32* ctl, u64& target) {",
+        ),
+        (
+            "            after_bottom_up = go_bottom_up;\n"
+            "            grid_barrier(st.ctl, barrier_target);\n            ++L;",
+            "            after_bottom_up = go_bottom_up;\n"
+            "            grid_barrier_after_sum(st.ctl, barrier_target);\n            ++L;",
+        ),
+    ],
     "res_cas": [
         (
             "seen[k][t] = ((hits[k] >> t) & 1u) ? __ldcg(st.visited + (rows[k].r[t] >> 5)) : 0u;",
