@@ -30,8 +30,7 @@ import argparse
 
 import cupy as cp
 import numpy as np
-from graphs import anchor_graph
-from scipy.sparse.csgraph import shortest_path
+from graphs import anchor_graph, check_levels
 
 from blest.graph.ordering import compute_ordering, permute_graph
 from blest.tuning.protocol import timing_sources
@@ -194,7 +193,6 @@ def main() -> int:
         queue = cp.full(cap, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=cp.uint64)
         ctl = cp.zeros(5, dtype=cp.uint64)
         sources = perm.new_of_old[timing_sources(graph, args.sources)]
-        ref_csr = g.out_csr
         for sleep in (int(s) for s in args.sleep.split(",")):
             times, work = [], []
             for rep, src in enumerate([sources[0], *sources]):
@@ -221,14 +219,7 @@ def main() -> int:
                 reached = int((got >= 0).sum())
                 work.append(int(c[0]) / reached)
                 if rep <= args.check:
-                    d = shortest_path(ref_csr, unweighted=True, indices=int(src))
-                    want = np.where(np.isinf(d), -1, d).astype(np.int64)
-                    if not np.array_equal(got, want):
-                        bad = np.flatnonzero(got != want)
-                        raise SystemExit(
-                            f"{name} src {src}: {bad.size} levels differ, e.g. vertex "
-                            f"{bad[0]}: {got[bad[0]]} against {want[bad[0]]}"
-                        )
+                    check_levels(g, int(src), got, name)
             print(
                 f"{name} {args.ordering} {blocks}x{args.threads} sleep {sleep}: mean "
                 f"{np.mean(times):.3f} ms, median {np.median(times):.3f}, min {np.min(times):.3f}"

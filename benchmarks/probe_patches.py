@@ -106,6 +106,15 @@ _OWNED = (
     const long long n_groups = ((long long)g.n_words + 7) >> 3;
     const long long my_words = ((n_groups - blockIdx.x + gridDim.x - 1) / gridDim.x) * 8;
     const int rounds = (int)((my_words + blockDim.x - 1) / blockDim.x);
+    // Warp-collective: expand VSS v with alpha a, its claims by level or through visited.
+    auto expand_one = [&](int v, u32 a) {
+        const LaneRows rows[1] = {lane_rows(g.row_ids, v, lane)};
+        u32 one[1] = {slot_hits(__ldg(g.masks + (long long)v * 32 + lane), a, lane)};
+        if (claims_by_level(g))
+            claim_rows<1, true>(st, lv, rows, one, check_visited);
+        else
+            claim_rows<1, false>(st, lv, rows, one, check_visited);
+    };
     if (lv.L == 0) {
         if (threadIdx.x == 0) own_count[0] = own_count[1] = 0;
         __syncthreads();
@@ -156,7 +165,6 @@ _OWNED = (
         while (spill) {
             const int l = __ffs(spill) - 1;
             spill &= spill - 1;
-            int at = 0;  // recompute the lane's share, in the same order
             const u32 wl = __shfl_sync(FULL_WARP, word, l);
             const long long wwl = __shfl_sync(FULL_WARP, w, l);
 #pragma unroll
@@ -165,29 +173,14 @@ _OWNED = (
                 if (!a) continue;
                 const int s = (int)(wwl * (32 / SIGMA) + k);
                 const int f0 = __ldg(g.real_ptrs + s), f1 = __ldg(g.real_ptrs + s + 1);
-                for (int v = f0; v < f1; ++v) {
-                    const LaneRows rows[1] = {lane_rows(g.row_ids, v, lane)};
-                    u32 one[1] = {slot_hits(__ldg(g.masks + (long long)v * 32 + lane), a, lane)};
-                    if (claims_by_level(g))
-                        claim_rows<1, true>(st, lv, rows, one, check_visited);
-                    else
-                        claim_rows<1, false>(st, lv, rows, one, check_visited);
-                }
+                for (int v = f0; v < f1; ++v) expand_one(v, a);
             }
-            (void)at;
         }
         __syncthreads();
         int count = own_count[p];
         count = count < OWN_CAP ? count : OWN_CAP;
         for (int e = warp; e < count; e += n_warps) {
-            const int v = own_vss[e];
-            const u32 a = own_alpha[e];
-            const LaneRows rows[1] = {lane_rows(g.row_ids, v, lane)};
-            u32 one[1] = {slot_hits(__ldg(g.masks + (long long)v * 32 + lane), a, lane)};
-            if (claims_by_level(g))
-                claim_rows<1, true>(st, lv, rows, one, check_visited);
-            else
-                claim_rows<1, false>(st, lv, rows, one, check_visited);
+            expand_one(own_vss[e], own_alpha[e]);
         }
         if (threadIdx.x == 0) own_count[p ^ 1] = 0;
         if (r + 1 < rounds) __syncthreads();
