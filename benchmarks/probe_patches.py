@@ -345,6 +345,16 @@ _CLAIM_CAS_NV = """    if (atomicCAS(st.levels + r, -1, lv.L + 1) != -1) return;
 _FILTER_VIS = "    if (check_visited && (__ldcg(st.visited + w) & bit)) return;"
 _FILTER_LEV = "    if (check_visited && __ldcg(st.levels + r) != -1) return;"
 
+_CLAIM_BY_LEVEL = """    if (by_level) {
+        if (atomicCAS(st.levels + r, -1, lv.L + 1) != -1) return;
+    } else {"""
+_CLAIM_TOGETHER = """    if (by_level) {{
+        const int old = atomicCAS(st.levels + r, -1, lv.L + 1);
+        const u32 before = atomicOr(lv.f_next + w, bit);
+{undo}        if (old == -1) lv.fresh += 1;
+        if (before == 0u) queue_push_set(lv.q_next, lv.qsize_next, s, range);
+        return;
+    }} else {{"""
 
 # session 29: the push decided by atomicMax on a per-slice-set tag, 128 bytes apart (one L2 line
 # a set), instead of the F_{L+1} atomic's return; F_{L+1} is then OR-ed without a return. The
@@ -375,6 +385,22 @@ _PUSH_TAG_PARTS = [
     ),
     (_PUSH_OR, _PUSH_TAG),
 ]
+
+
+# The level's grid barrier without its leading __syncthreads (bar_after_sum*).
+PATCHES_BAR_DEF = (
+    "__device__ __forceinline__ void grid_barrier(u32* ctl, u64& target) {",
+    "__device__ __forceinline__ void grid_barrier_after_sum(u32* ctl, u64& target) {\n"
+    "    target += gridDim.x;\n"
+    "    if (threadIdx.x == 0) {\n"
+    "        u64* count = reinterpret_cast<u64*>(ctl + CTL_BARRIER_COUNT);\n"
+    "        add_release(count, 1ull);\n"
+    "        barrier_wait(ctl, count, target, 64);\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "}\n\n"
+    "__device__ __forceinline__ void grid_barrier(u32* ctl, u64& target) {",
+)
 
 
 PATCHES: dict[str, list[tuple[str, str]]] = {
@@ -518,26 +544,49 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
         )
     ],
     # session 29: the level's grid barrier without its leading __syncthreads, which follows
-    # flush_fresh's (block_sum's) barrier with no global write between but thread 0's atomics
-    "bar_after_sum": [
+    # flush_fresh's (block_sum's) barrier with no global write between but thread 0's atomics;
+    # the template's form since session 30 (grid_barrier_after_flush), so bar_after_sum and
+    # bar_after_sum_lazy no longer apply: bar_full puts the leading barrier back
+    "bar_full": [
         (
-            "__device__ __forceinline__ void grid_barrier(u32* ctl, u64& target) {",
-            "__device__ __forceinline__ void grid_barrier_after_sum(u32* ctl, u64& target) {\n"
-            "    target += gridDim.x;\n"
-            "    if (threadIdx.x == 0) {\n"
-            "        u64* count = reinterpret_cast<u64*>(ctl + CTL_BARRIER_COUNT);\n"
-            "        add_release(count, 1ull);\n"
-            "        barrier_wait(ctl, count, target, 64);\n"
-            "    }\n"
-            "    __syncthreads();\n"
-            "}\n\n"
-            "__device__ __forceinline__ void grid_barrier(u32* ctl, u64& target) {",
-        ),
+            "    target += gridDim.x;\n    arrive_and_wait(ctl, target);",
+            "    target += gridDim.x;\n    __syncthreads();\n    arrive_and_wait(ctl, target);",
+        )
+    ],
+    "bar_after_sum": [
+        PATCHES_BAR_DEF,
         (
             "            after_bottom_up = go_bottom_up;\n"
             "            grid_barrier(st.ctl, barrier_target);\n            ++L;",
             "            after_bottom_up = go_bottom_up;\n"
             "            grid_barrier_after_sum(st.ctl, barrier_target);\n            ++L;",
+        ),
+    ],
+    # session 30: the claim's CAS and the F_{L+1} atomicOr issued together (one round trip off
+    # a claiming lane's chain). claim_filt: with the visited filter always on, a row that the
+    # filter saw unvisited ends at level L + 1 whoever claims it, so its bit is always right.
+    # claim_spec: no filter; a bit set for a row at level <= L is taken back (atomicAnd), and a
+    # set pushed for such a bit alone is expanded with alpha 0 (sigma 32 only)
+    "claim_filt": [
+        (_CLAIM_BY_LEVEL, _CLAIM_TOGETHER.format(undo="")),
+        ("    const bool check_visited = !small_level;", "    const bool check_visited = true;"),
+    ],
+    "claim_spec": [
+        (
+            _CLAIM_BY_LEVEL,
+            _CLAIM_TOGETHER.format(
+                undo="        if (old != -1 && old != lv.L + 1) atomicAnd(lv.f_next + w, ~bit);\n"
+            ),
+        )
+    ],
+    # session 30: the same for the lazy variants' second barrier (after stage 2's flush_fresh)
+    "bar_after_sum_lazy": [
+        PATCHES_BAR_DEF,
+        (
+            "            stage2(g, st, L, grid);\n"
+            "            grid_barrier(st.ctl, barrier_target);",
+            "            stage2(g, st, L, grid);\n"
+            "            grid_barrier_after_sum(st.ctl, barrier_target);",
         ),
     ],
     "res_cas": [
