@@ -589,6 +589,68 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             "            grid_barrier_after_sum(st.ctl, barrier_target);",
         ),
     ],
+    # session 30: |Q_{L+1}|'s push atomics over two counters on two L2 lines (SHARD1: word 96 of
+    # the control block's 512-byte segment, beside CTL_QSIZE on word 0). The sets of odd index
+    # push to the second counter and fill the level's queue buffer from its end downwards, the
+    # others from its start upwards; a set is pushed at most once a level, so the two stacks never
+    # meet. Warp i takes entry i of the first stack, or entry i - |first| of the second
+    # (eager vss queue only; the CPU runner needs probe_patches_cpu.py's larger control block)
+    "push_shard2": [
+        ("struct Graph {", "#define SHARD1 96\nstruct Graph {"),
+        (
+            "    u32 error, done, fresh, qsize, visited;",
+            "    u32 error, done, fresh, qsize, visited, qsize0;",
+        ),
+        (
+            "        t.qsize = __ldcg(st.ctl + CTL_QSIZE + L % QUEUE_BUFFERS);",
+            "        t.qsize0 = __ldcg(st.ctl + CTL_QSIZE + L % QUEUE_BUFFERS);\n"
+            "        t.qsize = t.qsize0 + __ldcg(st.ctl + SHARD1 + L % QUEUE_BUFFERS);",
+        ),
+        (
+            "    u32 fresh;             // this thread's count",
+            "    u32 qsize0;\n    u32 fresh;             // this thread's count",
+        ),
+        (
+            "    const u32 qsize = top.qsize;",
+            "    const u32 qsize = top.qsize;\n    lv.qsize0 = top.qsize0;",
+        ),
+        (
+            "        const int2 entry = __ldcg(q + i);",
+            "        const long long at = i < (long long)lv.qsize0 ? i\n"
+            "            : (long long)g.n_vss - 1 - (i - (long long)lv.qsize0);\n"
+            "        const int2 entry = __ldcg(q + at);",
+        ),
+        (
+            "        st.ctl[CTL_QSIZE + (L + 2) % QUEUE_BUFFERS] = 0u;",
+            "        st.ctl[CTL_QSIZE + (L + 2) % QUEUE_BUFFERS] = 0u;\n"
+            "        st.ctl[SHARD1 + (L + 2) % QUEUE_BUFFERS] = 0u;",
+        ),
+        (
+            "        st.ctl[CTL_QSIZE + 0] = total;",
+            "        st.ctl[CTL_QSIZE + 0] = total;\n"
+            "        for (int b = 0; b < QUEUE_BUFFERS; ++b) st.ctl[SHARD1 + b] = 0u;",
+        ),
+        (
+            "        queue_push_set(lv.q_next, lv.qsize_next, s, range);",
+            "        queue_push_shard(g.n_vss, lv.q_next, lv.qsize_next, s, range);",
+        ),
+        (
+            "// ---- level_state:",
+            "__device__ __forceinline__ void queue_push_shard(\n"
+            "    long long cap, int2* __restrict__ q, u32* qsize, int s, SetRange range) {\n"
+            "    const int count = range.last - range.first;\n"
+            "    if (count == 0) return;\n"
+            "    if (s & 1) {\n"
+            "        const u32 at = atomicAdd(qsize + SHARD1, (u32)count);\n"
+            "        for (int k = 0; k < count; ++k)\n"
+            "            q[cap - 1 - (long long)(at + k)] = make_int2(range.first + k, s);\n"
+            "    } else {\n"
+            "        const u32 at = atomicAdd(qsize, (u32)count);\n"
+            "        for (int k = 0; k < count; ++k) q[at + k] = make_int2(range.first + k, s);\n"
+            "    }\n"
+            "}\n\n// ---- level_state:",
+        ),
+    ],
     "res_cas": [
         (
             "seen[k][t] = ((hits[k] >> t) & 1u) ? __ldcg(st.visited + (rows[k].r[t] >> 5)) : 0u;",

@@ -40,6 +40,11 @@ def patched_program(spec: VariantSpec, key: str, cache: Path) -> Path:
     return build(text, [init, bfs], params, [], cache)
 
 
+# The GPU's control block has a 512-byte segment (blest/runtime/hot_buffers.py); patches may use
+# its words past CTL_WORDS (push_shard2), so the CPU runner's gets as many.
+cpu.CTL_WORDS = 128
+
+
 def main() -> None:
     key, sigmas, queue = sys.argv[1], [int(x) for x in sys.argv[2].split(",")], sys.argv[3]
     rng = np.random.default_rng(int(sys.argv[4]) if len(sys.argv) > 4 else 0)
