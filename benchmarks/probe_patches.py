@@ -545,12 +545,14 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     ],
     # session 29: the level's grid barrier without its leading __syncthreads, which follows
     # flush_fresh's (block_sum's) barrier with no global write between but thread 0's atomics;
-    # the template's form since session 30 (grid_barrier_after_flush), so bar_after_sum and
-    # bar_after_sum_lazy no longer apply: bar_full puts the leading barrier back
+    # the template's form since session 30 (with bar_lean: grid_barrier_before_top), so
+    # bar_after_sum, bar_after_sum_lazy and bar_lean no longer apply: bar_full puts both block
+    # barriers back
     "bar_full": [
         (
-            "    target += gridDim.x;\n    arrive_and_wait(ctl, target);",
-            "    target += gridDim.x;\n    __syncthreads();\n    arrive_and_wait(ctl, target);",
+            "    target += gridDim.x;\n    arrive_and_wait(ctl, target);\n}",
+            "    target += gridDim.x;\n    __syncthreads();\n    arrive_and_wait(ctl, target);\n"
+            "    __syncthreads();\n}",
         )
     ],
     "bar_after_sum": [
@@ -650,6 +652,15 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             "    }\n"
             "}\n\n// ---- level_state:",
         ),
+    ],
+    # session 30: grid_barrier_after_flush without its trailing __syncthreads as well: the next
+    # statement of the level loop is read_level_top, whose thread 0 (the thread that waited)
+    # loads the counters and whose block barrier then releases the block
+    "bar_lean": [
+        (
+            "    target += gridDim.x;\n    arrive_and_wait(ctl, target);\n    __syncthreads();\n}",
+            "    target += gridDim.x;\n    arrive_and_wait(ctl, target);\n}",
+        )
     ],
     "res_cas": [
         (
