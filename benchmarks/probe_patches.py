@@ -662,6 +662,45 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             "    target += gridDim.x;\n    arrive_and_wait(ctl, target);\n}",
         )
     ],
+    # session 30: no block barrier before the grid's arrival at all: each warp adds its fresh
+    # count and then itself to two shared counters, and the last warp of the block adds the
+    # block's count to |F_{L+1}| and arrives; thread 0 only waits (timing only: block 0's
+    # small-level episodes would arrive too, so small_queue 0 alone)
+    "warp_arrive": [
+        (
+            "struct LevelTop {",
+            "__device__ __forceinline__ void add_release(u64* p, u64 v);\n"
+            "__shared__ u32 s_arrive_fresh, s_arrive_count;\n"
+            "__device__ __forceinline__ void flush_arrive(const State& st, const Level& lv) {\n"
+            "    const u32 warp_total = __reduce_add_sync(FULL_WARP, lv.fresh);\n"
+            "    __syncwarp();\n"
+            "    if (lane_id() != 0) return;\n"
+            "    if (warp_total) atomicAdd(&s_arrive_fresh, warp_total);\n"
+            "    __threadfence_block();\n"
+            "    if (atomicAdd(&s_arrive_count, 1u) != (blockDim.x >> 5) - 1u) return;\n"
+            "    __threadfence_block();\n"
+            "    const u32 total = atomicAdd(&s_arrive_fresh, 0u);\n"
+            "    if (total) {\n"
+            "        atomicAdd(st.ctl + CTL_NEW + (lv.L + 1) % QUEUE_BUFFERS, total);\n"
+            "        atomicAdd(st.ctl + CTL_VISITED, total);\n"
+            "    }\n"
+            "    add_release(reinterpret_cast<u64*>(st.ctl + CTL_BARRIER_COUNT), 1ull);\n"
+            "}\n\nstruct LevelTop {",
+        ),
+        ("    flush_fresh(st, lv);\n}", "    flush_arrive(st, lv);\n}"),
+        (
+            "    __shared__ LevelTop shared_top;\n    if (threadIdx.x == 0) {\n",
+            "    __shared__ LevelTop shared_top;\n    if (threadIdx.x == 0) {\n"
+            "        s_arrive_fresh = 0u;\n        s_arrive_count = 0u;\n",
+        ),
+        (
+            "    target += gridDim.x;\n    arrive_and_wait(ctl, target);\n}",
+            "    target += gridDim.x;\n"
+            "    if (threadIdx.x == 0)\n"
+            "        barrier_wait(ctl, reinterpret_cast<u64*>(ctl + CTL_BARRIER_COUNT), target,\n"
+            "                     64);\n}",
+        ),
+    ],
     "res_cas": [
         (
             "seen[k][t] = ((hits[k] >> t) & 1u) ? __ldcg(st.visited + (rows[k].r[t] >> 5)) : 0u;",

@@ -162,6 +162,7 @@ inline int __reduce_max_sync(unsigned, int v) {
 inline void __syncwarp(unsigned = 0xffffffffu) { warps[threadIdx.x >> 5].bar->arrive_and_wait(); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 template <class T, class U> inline T atomicExch(T* p, U v) {
     return __atomic_exchange_n(p, (T)v, SEQ_CST); }
 // mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.and.popc with a zero C: lane t holds A row
