@@ -548,6 +548,17 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     # the template's form since session 30 (with bar_lean: grid_barrier_before_top), so
     # bar_after_sum, bar_after_sum_lazy and bar_lean no longer apply: bar_full puts both block
     # barriers back
+    # session 31: the eager vss loop loads each warp's first entry beside the level's counters
+    # (read_level_top_entry; measured as patches top_entry and top_entry2, the latter the
+    # template's form). top_before puts the old order back: the entry after the counters.
+    "top_before": [
+        (
+            "            int2 first;  // this warp's first entry of Q_L, loaded with the counters\n"
+            "            const LevelTop top = read_level_top_entry(g, st, L, grid.warp, first);",
+            "            const int2 first = make_int2(-1, -1);\n"
+            "            const LevelTop top = read_level_top(st, L);",
+        )
+    ],
     "bar_full": [
         (
             "    target += gridDim.x;\n    arrive_and_wait(ctl, target);\n}",

@@ -205,6 +205,14 @@ def queue_buffers(spec: VariantSpec) -> int:
     return 4 if spec.update == "eager" else 2
 
 
+def entry_with_top(spec: VariantSpec) -> bool:
+    """Whether the persistent level loop loads each warp's first queue entry beside the level's
+    counters (read_level_top_entry, level.cu.j2) rather than after them: the eager vss queue.
+    The lazy variants with switching kept their old form: the entry's registers made them spill
+    more, and urand-20 ran 3% slower (benchmarks/NOTES.md, session 31)."""
+    return spec.queue == "vss" and spec.update == "eager" and spec.launch == "persistent"
+
+
 def resident_vss(spec: VariantSpec) -> int:
     """VSSs each warp of a ``queue="resident"`` kernel keeps in registers (its slice set, mask
     word and theta row ids each): about twelve registers a warp's lane, within the 64 that a
