@@ -403,6 +403,55 @@ PATCHES_BAR_DEF = (
 )
 
 
+# session 31: the VSS's words (masks, row ids; sigma 32) loaded with an L2 evict_last policy, so
+# that the graph's 32 MB (delaunay-20) outlive the levels, queues and outputs in L2 from one
+# traversal to the next: does a level's slowest chain wait for DRAM?
+_LDG_LAST = """__device__ __forceinline__ u32 ldg_last(const void* p) {
+    u32 v;
+    asm("{\\n\\t.reg .b64 pol;\\n\\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\\n\\t"
+        "ld.global.nc.L2::cache_hint.b32 %0, [%1], pol;\\n\\t}" : "=r"(v) : "l"(p));
+    return v;
+}
+
+"""
+_VSS_LAST = [
+    ("struct LaneRows {", _LDG_LAST + "struct LaneRows {"),
+    (
+        "    w.mask = __ldg(g.masks + (long long)v * 32 + lane);",
+        "    w.mask = ldg_last(g.masks + (long long)v * 32 + lane);",
+    ),
+    ("    out.r[0] = __ldg(p);", "    out.r[0] = (int)ldg_last(p);"),
+]
+
+
+# session 31: read_level_top_entry without its second block barrier: every warp loads the
+# counters itself (plain loads, which the acquire's L1 invalidation keeps fresh after the block
+# barrier; one L1 miss a block). Timing probe: the visited count may differ between warps.
+_TOP_L1 = [
+    (
+        """    __shared__ LevelTop shared_top;
+    LevelTop t;
+    if (threadIdx.x == 0) t = load_level_top(st, L);
+    __syncthreads();  // thread 0 has passed the grid barrier
+    const int2* q = st.queue + (long long)(L % QUEUE_BUFFERS) * g.n_vss;
+    first = warp < (long long)g.n_vss ? __ldcg(q + warp) : make_int2(-1, -1);
+    if (threadIdx.x == 0) shared_top = t;
+    __syncthreads();
+    return shared_top;""",
+        """    __syncthreads();  // thread 0 has passed the grid barrier
+    const int2* q = st.queue + (long long)(L % QUEUE_BUFFERS) * g.n_vss;
+    first = warp < (long long)g.n_vss ? __ldcg(q + warp) : make_int2(-1, -1);
+    LevelTop t;
+    t.error = st.ctl[CTL_ERROR];
+    t.done = st.ctl[CTL_DONE];
+    t.fresh = st.ctl[CTL_NEW + L % QUEUE_BUFFERS];
+    t.qsize = st.ctl[CTL_QSIZE + L % QUEUE_BUFFERS];
+    t.visited = st.ctl[CTL_VISITED];
+    return t;""",
+    )
+]
+
+
 PATCHES: dict[str, list[tuple[str, str]]] = {
     "base": [],
     # session 29: the pushed VSSs' mask and row lines prefetched into L2 for the next level
@@ -551,6 +600,8 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     # session 31: the eager vss loop loads each warp's first entry beside the level's counters
     # (read_level_top_entry; measured as patches top_entry and top_entry2, the latter the
     # template's form). top_before puts the old order back: the entry after the counters.
+    "vss_last": _VSS_LAST,
+    "top_l1": _TOP_L1,
     "top_before": [
         (
             "            int2 first;  // this warp's first entry of Q_L, loaded with the counters\n"
