@@ -452,6 +452,218 @@ _TOP_L1 = [
 ]
 
 
+# session 31: pushes without the global atomic (timing probe, eager vss at small_queue 0, one
+# seed). Block b's k-th pushed entry of a level (k < warps a block) goes to Q_{L+1}[k * blocks
+# + b], the slot that warp k * blocks + b reads at the top of level L + 1 (read_level_top_entry
+# loads it); a shared counter hands out the block's slots, so a push waits for a shared atomic,
+# not an L2 one. A block's entries past its slots go to the buffer's end through |Q_{L+1}| as
+# before. A slot holds {-1, -1} when empty: its reader puts that back, and init fills the slots.
+_CHUNK_PUSH = """__shared__ u32 chunk_used;  // this block's slots of Q_{L+1} handed out so far
+
+__device__ __forceinline__ void queue_push_set(
+    int2* __restrict__ q, u32* qsize, int s, SetRange range, long long n_vss) {
+    const int count = range.last - range.first;
+    if (count == 0) return;
+    const u32 slots = blockDim.x >> 5;
+    const u32 k0 = atomicAdd(&chunk_used, (u32)count);
+    int k = 0;
+    for (; k < count && k0 + (u32)k < slots; ++k)
+        q[(long long)(k0 + k) * gridDim.x + blockIdx.x] = make_int2(range.first + k, s);
+    if (k < count) {
+        const u32 rest = (u32)(count - k);
+        const u32 at = atomicAdd(qsize, rest);
+        for (u32 j = 0; j < rest; ++j)
+            q[n_vss - 1 - (long long)(at + j)] = make_int2(range.first + k + (int)j, s);
+    }
+}"""
+_CHUNK_OLD_PUSH = """__device__ __forceinline__ void queue_push_set(
+    int2* __restrict__ q, u32* qsize, int s, SetRange range) {
+    const int count = range.last - range.first;
+    if (count == 0) return;
+    const u32 at = atomicAdd(qsize, (u32)count);
+    for (int k = 0; k < count; ++k) q[at + k] = make_int2(range.first + k, s);
+}"""
+_CHUNK_LOOP = """    for (long long i = lv.wk.warp; i < (long long)qsize; i += lv.wk.n_warps) {
+        // (first: this warp's first entry, loaded with the level's counters, if it was.)
+        const int2 entry = i == lv.wk.warp && first.x >= 0 ? first : __ldcg(q + i);
+        const int v = entry.x;"""
+_CHUNK_NEW_LOOP = """    if (first.x >= 0) {  // this warp's slot
+        if (lane == 0) const_cast<int2*>(q)[lv.wk.warp] = make_int2(-1, -1);
+        const VssWords w = load_vss(g, first.x, lane, prefetch_rows);
+        const u32 alpha = set_alpha(lv.f_cur, first.y);
+        expand_vss_as(by_level, g, st, lv, first.x, w, alpha, lane, prefetch_rows, check_visited);
+    }
+    for (long long i = lv.wk.warp; i < (long long)qsize; i += lv.wk.n_warps) {
+        const int2 entry = __ldcg(q + (g.n_vss - 1 - i));
+        const int v = entry.x;"""
+_CHUNK_PUSH_PARTS = [
+    (_CHUNK_OLD_PUSH, _CHUNK_PUSH),
+    (
+        "queue_push_set(lv.q_next, lv.qsize_next, s, range);",
+        "queue_push_set(lv.q_next, lv.qsize_next, s, range, g.n_vss);",
+    ),
+    (_CHUNK_LOOP, _CHUNK_NEW_LOOP),
+    (
+        "    LevelTop t;\n    if (threadIdx.x == 0) t = load_level_top(st, L);\n",
+        "    LevelTop t;\n    if (threadIdx.x == 0) {\n        t = load_level_top(st, L);\n"
+        "        chunk_used = 0u;\n    }\n",
+    ),
+    (
+        "            if (top.qsize <= small_queue && !go_bottom_up) {",
+        "            if (false) {",
+    ),
+    (  # Q_0 at the buffer's end, read through |Q_0| (its slots all empty)
+        "st.queue[at + (u32)(v - r.first)] = make_int2(v, s);",
+        "st.queue[g.n_vss - 1 - (long long)(at + (u32)(v - r.first))] = make_int2(v, s);",
+    ),
+    (
+        "    if (blockIdx.x == 0 && threadIdx.x < 32) "
+        "init_queue(g, st, seeds, src, n_seeds, fused);",
+        "    for (long long i = tid; i < (QUEUE_BUFFERS - 1) * 8192LL; i += stride) {\n"
+        "        const long long b = 1 + i / 8192, j = i % 8192;\n"
+        "        if (j < g.n_vss) st.queue[b * g.n_vss + j] = make_int2(-1, -1);\n"
+        "    }\n"
+        "    if (blockIdx.x == 0 && threadIdx.x < 32) {\n"
+        "        for (long long j = threadIdx.x; j < 8192 && j < g.n_vss; j += 32)\n"
+        "            st.queue[j] = make_int2(-1, -1);\n"
+        "        __syncwarp();\n"
+        "        init_queue(g, st, seeds, src, n_seeds, fused);\n"
+        "    }",
+    ),
+]
+
+
+# session 31: every warp's first entry of levels [WARP_TRACE_LO, + WARP_TRACE_N), stamped by
+# lane 0 in level_clock[n + 2 ...] (5 words a warp and level, probe_warp_trace.py): the stage's
+# start (0), the first entry's VSS words and alpha in hand (1), its expansion done (2), the
+# warp's last entry done (3), and its entries | claims << 8 (4)
+_WARP_TRACE_LOOP = """    for (long long i = lv.wk.warp; i < (long long)qsize; i += lv.wk.n_warps) {
+        // (first: this warp's first entry, loaded with the level's counters, if it was.)
+        const int2 entry = i == lv.wk.warp && first.x >= 0 ? first : __ldcg(q + i);
+        const int v = entry.x;
+        const VssWords w = load_vss(g, v, lane, prefetch_rows);
+        const u32 alpha = set_alpha(lv.f_cur, entry.y);
+        expand_vss_as(by_level, g, st, lv, v, w, alpha, lane, prefetch_rows, check_visited);
+    }"""
+_WARP_TRACE_NEW = """    const long long tb_ =
+        ((long long)(lv.L - WARP_TRACE_LO) * lv.wk.n_warps + lv.wk.warp) * 5;
+    u64* const tp_ = st.level_clock && lv.L >= WARP_TRACE_LO &&
+        lv.L < WARP_TRACE_LO + WARP_TRACE_N && tb_ + 5 <= g.n + 2
+        ? st.level_clock + g.n + 2 + tb_ : nullptr;
+    if (tp_ && lane == 0) tp_[0] = global_timer_ns();
+    u32 n_ = 0u, claims_ = 0u;
+    for (long long i = lv.wk.warp; i < (long long)qsize; i += lv.wk.n_warps) {
+        const int2 entry = i == lv.wk.warp && first.x >= 0 ? first : __ldcg(q + i);
+        const int v = entry.x;
+        const VssWords w = load_vss(g, v, lane, prefetch_rows);
+        const u32 alpha = set_alpha(lv.f_cur, entry.y);
+        if (tp_ && n_ == 0u && lane == 0) {
+            asm volatile("" :: "r"(alpha), "r"(w.mask), "r"(w.rows.r[0]));
+            tp_[1] = global_timer_ns();
+        }
+        const u32 f0_ = lv.fresh;
+        expand_vss_as(by_level, g, st, lv, v, w, alpha, lane, prefetch_rows, check_visited);
+        claims_ += __reduce_add_sync(FULL_WARP, lv.fresh - f0_);
+        if (tp_ && n_ == 0u && lane == 0) tp_[2] = global_timer_ns();
+        ++n_;
+    }
+    __syncwarp();
+    if (tp_ && lane == 0) {
+        tp_[3] = global_timer_ns();
+        tp_[4] = (u64)n_ | ((u64)claims_ << 8);
+    }"""
+_WARP_TRACE = [
+    (_WARP_TRACE_LOOP, _WARP_TRACE_NEW),
+    ("struct Graph {", "#define WARP_TRACE_LO 150\n#define WARP_TRACE_N 40\nstruct Graph {"),
+]
+
+
+# session 31: where a warp has two entries of a level (|Q_L| > warps: the mid levels of
+# delaunay-20, probe_warp_trace.py), it expands them together (sigma 32, claims by level):
+# both VSSs' loads, both MMAs, then both rows' CAS, both F_{L+1} ORs and both pushes in
+# flight together, instead of one entry's chain after the other's. Session 29's vss_pairs
+# paired every warp (its single entries too) and claimed on visited.
+_PAIR2_FN = """// Two entries of one warp together (sigma 32: a row a lane and VSS; by level).
+__device__ __forceinline__ void expand_two(const Graph& g, const State& st, Level& lv, int2 e1,
+    int2 e2, int lane, bool check_visited) {
+    const VssWords w1 = load_vss(g, e1.x, lane, true);
+    const VssWords w2 = load_vss(g, e2.x, lane, true);
+    const u32 a1 = set_alpha(lv.f_cur, e1.y);
+    const u32 a2 = set_alpha(lv.f_cur, e2.y);
+    const int r1 = slot_hits(w1.mask, a1, lane) ? w1.rows.r[0] : -1;
+    const int r2 = slot_hits(w2.mask, a2, lane) ? w2.rows.r[0] : -1;
+    bool c1 = r1 >= 0 && !(check_visited && __ldcg(st.levels + r1) >= 0);
+    bool c2 = r2 >= 0 && !(check_visited && __ldcg(st.levels + r2) >= 0);
+    SetRange g1{0, 0}, g2{0, 0};
+    if (c1) g1 = set_range(g, r1 / SIGMA);
+    if (c2) g2 = set_range(g, r2 / SIGMA);
+    const int o1 = c1 ? atomicCAS(st.levels + r1, -1, lv.L + 1) : 0;
+    const int o2 = c2 ? atomicCAS(st.levels + r2, -1, lv.L + 1) : 0;
+    c1 = c1 && o1 == -1;
+    c2 = c2 && o2 == -1;
+    const u32 f1 = c1 ? atomicOr(lv.f_next + (r1 >> 5), 1u << (r1 & 31)) : 1u;
+    const u32 f2 = c2 ? atomicOr(lv.f_next + (r2 >> 5), 1u << (r2 & 31)) : 1u;
+    lv.fresh += (u32)c1 + (u32)c2;
+    if (f1 == 0u) queue_push_set(lv.q_next, lv.qsize_next, r1 / SIGMA, g1);
+    if (f2 == 0u) queue_push_set(lv.q_next, lv.qsize_next, r2 / SIGMA, g2);
+}
+
+__device__ __forceinline__ void topdown(const Graph& g, const State& st, Level& lv, u32 qsize,"""
+_PAIR2_LOOP = """    for (long long i = lv.wk.warp; i < (long long)qsize; i += lv.wk.n_warps) {
+        // (first: this warp's first entry, loaded with the level's counters, if it was.)
+        const int2 entry = i == lv.wk.warp && first.x >= 0 ? first : __ldcg(q + i);
+        const int v = entry.x;"""
+_PAIR2_NEW = """    for (long long i = lv.wk.warp; i < (long long)qsize; i += lv.wk.n_warps) {
+        // (first: this warp's first entry, loaded with the level's counters, if it was.)
+        const int2 entry = i == lv.wk.warp && first.x >= 0 ? first : __ldcg(q + i);
+        if (by_level && i + lv.wk.n_warps < (long long)qsize) {  // warp-uniform
+            expand_two(g, st, lv, entry, __ldcg(q + i + lv.wk.n_warps), lane, check_visited);
+            i += lv.wk.n_warps;
+            continue;
+        }
+        const int v = entry.x;"""
+_PAIR2 = [
+    (
+        "__device__ __forceinline__ void topdown(const Graph& g, const State& st, Level& lv, "
+        "u32 qsize,",
+        _PAIR2_FN,
+    ),  # fmt: skip
+    (_PAIR2_LOOP, _PAIR2_NEW),
+]
+
+
+# pair3: pair2 leaner (it spilled 28 bytes): pairs only where no visited filter runs, and the
+# sets' VSS ranges load after the claims, beside the F_{L+1} ORs
+_PAIR3_FN = _PAIR2_FN.replace(
+    """    bool c1 = r1 >= 0 && !(check_visited && __ldcg(st.levels + r1) >= 0);
+    bool c2 = r2 >= 0 && !(check_visited && __ldcg(st.levels + r2) >= 0);
+    SetRange g1{0, 0}, g2{0, 0};
+    if (c1) g1 = set_range(g, r1 / SIGMA);
+    if (c2) g2 = set_range(g, r2 / SIGMA);
+    const int o1""",
+    """    bool c1 = r1 >= 0, c2 = r2 >= 0;
+    const int o1""",
+).replace(
+    """    lv.fresh += (u32)c1 + (u32)c2;
+""",
+    """    lv.fresh += (u32)c1 + (u32)c2;
+    SetRange g1{0, 0}, g2{0, 0};
+    if (f1 == 0u) g1 = set_range(g, r1 / SIGMA);
+    if (f2 == 0u) g2 = set_range(g, r2 / SIGMA);
+""",
+)
+_PAIR3 = [
+    _PAIR2[0][:1] + (_PAIR3_FN,),
+    (
+        _PAIR2_LOOP,
+        _PAIR2_NEW.replace(
+            "if (by_level && i + lv.wk.n_warps",
+            "if (by_level && !check_visited && i + lv.wk.n_warps",
+        ),
+    ),
+]
+
+
 PATCHES: dict[str, list[tuple[str, str]]] = {
     "base": [],
     # session 29: the pushed VSSs' mask and row lines prefetched into L2 for the next level
@@ -602,6 +814,10 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     # template's form). top_before puts the old order back: the entry after the counters.
     "vss_last": _VSS_LAST,
     "top_l1": _TOP_L1,
+    "chunk_push": _CHUNK_PUSH_PARTS,
+    "warp_trace": _WARP_TRACE,
+    "pair2": _PAIR2,
+    "pair3": _PAIR3,
     "top_before": [
         (
             "            int2 first;  // this warp's first entry of Q_L, loaded with the counters\n"
