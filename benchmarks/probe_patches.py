@@ -26,6 +26,7 @@ from run import Bench, _by_name, time_variants
 import blest.codegen.render  # noqa: F401  (the module, not the function it exports)
 import blest.runtime.engine as ENGINE
 import blest.runtime.engine_serve as ENGINE_SERVE
+from blest.codegen.contract import claims_form
 
 RENDER = sys.modules["blest.codegen.render"]
 ORIGINAL = RENDER.render
@@ -818,6 +819,21 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
     "warp_trace": _WARP_TRACE,
     "pair2": _PAIR2,
     "pair3": _PAIR3,
+    # session 31: an engine's eager kernel holds only the claims its graph's ordering uses
+    # (contract.claims_form; measured as spec_bylevel, the reverse of this); claims_both
+    # compiles both again, picked at run time (reordered graphs)
+    "claims_both": [
+        (
+            "bool claims_by_level(const Graph&) { return true; }",
+            "bool claims_by_level(const Graph& g) { return g.new_of_old != nullptr; }",
+        )
+    ],
+    "claims_both_v": [  # the same on a graph in its own ids
+        (
+            "bool claims_by_level(const Graph&) { return false; }",
+            "bool claims_by_level(const Graph& g) { return g.new_of_old != nullptr; }",
+        )
+    ],
     "top_before": [
         (
             "            int2 first;  // this warp's first entry of Q_L, loaded with the counters\n"
@@ -1247,8 +1263,8 @@ def patched(render, key: str):
     """``render`` with patch ``key`` applied: every part of it to the timed module, the parts
     whose text is there to the serving module (render(spec, serving=True))."""
 
-    def render_patched(spec, serving: bool = False):
-        text = render(spec, serving=serving)
+    def render_patched(spec, serving: bool = False, claims=None):
+        text = render(spec, serving=serving, claims=claims)
         for old, new in PATCHES[key]:
             if old not in text:
                 if serving:
@@ -1286,7 +1302,9 @@ def main() -> None:
             # The engine binds ``render`` at import: patch its name too (before session 13 only
             # the module's was patched, so the engine compiled the unpatched source).
             install(key)
-            if PATCHES[key] and PATCHES[key][0][1] not in ENGINE.render(specs[0]):
+            reordered = b.permutation is not None and not b.permutation.is_identity
+            claims = claims_form(specs[0], reordered)
+            if PATCHES[key] and PATCHES[key][0][1] not in ENGINE.render(specs[0], claims=claims):
                 raise SystemExit(f"patch {key!r} did not reach the engine's source")
             print(f"-- {key}", flush=True)
             for row in time_variants(b, specs, args.eta, [geometry]):

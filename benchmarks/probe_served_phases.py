@@ -55,8 +55,8 @@ GPU = ["seen to met", "levels", "levels to arrival", "arrival to end"]
 
 
 def stamped(render):
-    def render_stamped(spec, serving: bool = False):
-        text = render(spec, serving=serving)
+    def render_stamped(spec, serving: bool = False, claims=None):
+        text = render(spec, serving=serving, claims=claims)
         for old, new in PATCHES if serving else ():
             if old not in text:
                 raise SystemExit(f"{old!r} is not in the serving kernel of {spec.name}")

@@ -207,6 +207,28 @@ def test_compile_progress_bar(monkeypatch):
     )
 
 
+def test_compile_check_compiles_what_the_engines_will(monkeypatch):
+    """The tuner's compile warms the cache with the sources its engines compile: an eager
+    kernel once for each claims form its orderings need, a lazy one once."""
+    from blest.codegen.render import render
+
+    compiled = []
+    monkeypatch.setattr(
+        "blest.codegen.compile.compile_many",
+        lambda sources, *, arch, progress: compiled.extend(sources) or [b""] * len(sources),
+    )
+    eager = blest.VariantSpec(sigma=32, update="eager", queue="vss", switching=False)
+    lazy = blest.VariantSpec(sigma=8, update="lazy")
+    names, _ = tuner_mod._compile_check([eager, lazy], "sm_90", [], print, (False, True))
+    assert names == [eager.name, lazy.name]
+    assert sorted(compiled) == sorted(
+        [render(eager, claims="visited"), render(eager, claims="level"), render(lazy)]
+    )
+    compiled.clear()
+    tuner_mod._compile_check([eager, lazy], "sm_90", [], print, (True,))
+    assert sorted(compiled) == sorted([render(eager, claims="level"), render(lazy)])
+
+
 def test_tune_compiles_only_when_asked(graph, capsys, monkeypatch):
     d, _ = graph
     assert tune_main([str(d / "g.mtx"), "-o", str(d / "a.json"), "-q", "--ordering", "rcm"]) == 0

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from blest.codegen.contract import claims_form
 from blest.codegen.render import (
     graph_params,
     has_serving_kernel,
@@ -161,6 +162,27 @@ def test_json_round_trip_and_hash():
         VariantSpec.from_dict({"format": 99})
     with pytest.raises(ValueError):
         VariantSpec.from_dict({"sigma": 8, "colour": "red"})
+
+
+def test_claims_form_is_rendered_for_the_graph():
+    """An eager kernel rendered for one graph compiles one way of claiming a row: by level
+    when the graph is reordered, on visited when it is in its own ids; unrendered, both with
+    the graph's pick at run time. Lazy and one-block variants have no form to fix."""
+    eager = VariantSpec(sigma=32, update="eager", queue="vss", switching=False)
+    assert claims_form(eager, True) == "level" and claims_form(eager, False) == "visited"
+    runtime = "bool claims_by_level(const Graph& g) { return g.new_of_old != nullptr; }"
+    assert runtime in render(eager)
+    level, visited = render(eager, claims="level"), render(eager, claims="visited")
+    assert runtime not in level and "bool claims_by_level(const Graph&) { return true; }" in level
+    assert runtime not in visited and "(const Graph&) { return false; }" in visited
+    assert "return true; }" in render(eager, serving=True, claims="level")
+    for spec in (VariantSpec(sigma=8, update="lazy"), replace(eager, launch="block")):
+        assert claims_form(spec, True) is None and claims_form(spec, False) is None
+    for bad in ("both", "LEVEL"):
+        with pytest.raises(ArgumentError, match="claims"):
+            render(eager, claims=bad)
+    with pytest.raises(ArgumentError, match="eager"):
+        render(VariantSpec(sigma=8, update="lazy"), claims="level")
 
 
 @pytest.mark.parametrize("spec", ALL, ids=lambda s: s.name)

@@ -28,6 +28,7 @@ from blest.codegen.contract import (
     SERVE,
     SERVE_QUIT,
     SERVE_WORDS,
+    claims_form,
     frontier_buffers,
     queue_buffers,
 )
@@ -215,6 +216,31 @@ def test_reordered_levels_match_scipy(programs, rng, spec):
             assert np.int32(ctl[CTL["depth"]]) == want.max(), ctx
             seen = np.unpackbits(out["visited"].view(np.uint8), bitorder="little")
             assert np.flatnonzero(seen).tolist() == [int(order[src])], ctx  # init's bit alone
+
+
+@pytest.mark.parametrize("spec", EAGER_SPECS, ids=lambda s: s.name)
+def test_one_claims_form_alone_matches_scipy(tmp_path_factory, rng, spec):
+    """An engine renders its eager kernels with only the claims its graph's ordering uses
+    (``claims_form``): by level on a reordered graph, on visited on a graph in its own ids.
+    Each form alone, in both launch forms and with small-queue levels, against SciPy."""
+    cache = tmp_path_factory.mktemp("claims")
+    params, init, bfs = kernel_signatures(spec)
+    for reordered in (True, False):
+        text = render(spec, claims=claims_form(spec, reordered))
+        assert text != render(spec), "the form is a compile-time constant"
+        exes = {False: build(text, [init, bfs], params, [], cache),
+                True: build(text, [bfs], params, [], cache)}  # fmt: skip
+        for name, graph in small_zoo(rng, 300).items():
+            prep = Prepared.from_graph(graph, spec.sigma, rcm(graph) if reordered else None)
+            assert prep.permutation.is_identity != reordered, name
+            order = np.asarray(prep.permutation.new_of_old)
+            for fused, small in ((False, 0), (True, 0), (False, 16)):
+                src = int(rng.choice(np.flatnonzero(graph.out_degree > 0)))
+                out = _run_traversal(exes[fused], spec, prep, int(order[src]), 2.0, small, fused,
+                                     0.0)  # fmt: skip
+                ctx = f"{name} reordered={reordered} fused={fused} sq={small}"
+                np.testing.assert_array_equal(out["levels"][order], bfs_levels(graph, src), ctx)
+                assert out["ctl"][CTL["error"]] == 0, ctx
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)

@@ -205,6 +205,22 @@ def queue_buffers(spec: VariantSpec) -> int:
     return 4 if spec.update == "eager" else 2
 
 
+CLAIMS_FORMS = ("level", "visited")
+
+
+def claims_form(spec: VariantSpec, reordered: bool) -> str | None:
+    """How an eager kernel claims a reached row, fixed when it is rendered for one graph:
+    ``"level"`` (a compare-and-swap of the row's level) on a reordered graph, ``"visited"`` (an
+    atomicOr on visited) on a graph in its own ids; None for the lazy variants, which claim in
+    their finalization, and the one-block launch, which claims in shared memory. A kernel
+    rendered without a form holds both and picks one at run time (``claims_by_level``,
+    level_state.cu.j2); compiling only one made delaunay-20 1.5% faster (benchmarks/NOTES.md,
+    session 31)."""
+    if spec.update != "eager" or spec.launch == "block":
+        return None
+    return "level" if reordered else "visited"
+
+
 def entry_with_top(spec: VariantSpec) -> bool:
     """Whether the persistent level loop loads each warp's first queue entry beside the level's
     counters (read_level_top_entry, level.cu.j2) rather than after them: the eager vss queue.

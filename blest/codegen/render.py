@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import jinja2
 
 from blest.codegen.contract import (
+    CLAIMS_FORMS,
     CLUSTER_HEAD_WORDS,
     CLUSTER_SCAN_WORDS,
     CTL_FIELDS,
@@ -186,7 +187,7 @@ def render_file(template: str, context: dict) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
 
-def _context(spec: VariantSpec, serving: bool = False) -> dict:
+def _context(spec: VariantSpec, serving: bool = False, claims: str | None = None) -> dict:
     gp, sp = graph_params(spec), state_params(spec)
     params = "\n    " + ",\n    ".join(f"{p.ctype} {p.name}" for p in gp + sp)
     unpack = (
@@ -198,6 +199,7 @@ def _context(spec: VariantSpec, serving: bool = False) -> dict:
     return {
         "spec": spec,
         "serving": serving,
+        "claims": claims,
         "sigma": spec.sigma,
         "theta": spec.theta,
         "tau": spec.tau,
@@ -236,15 +238,22 @@ def _context(spec: VariantSpec, serving: bool = False) -> dict:
 
 
 @functools.lru_cache(maxsize=256)
-def render(spec: VariantSpec, serving: bool = False) -> str:
+def render(spec: VariantSpec, serving: bool = False, claims: str | None = None) -> str:
     """The CUDA C++ source of ``spec``: readable, self-contained, deterministic.
 
     ``serving`` (:func:`has_serving_kernel`): the module of the serving kernel (``Engine.serving``)
     instead, whose traversal kernel answers call after call; the timed module holds none of
-    its code, so that the serving code cannot change how the timed kernel compiles."""
+    its code, so that the serving code cannot change how the timed kernel compiles.
+    ``claims`` (eager variants; :func:`~blest.codegen.contract.claims_form`): ``"level"`` or
+    ``"visited"`` compiles that one way of claiming a row, for a graph that is reordered or in
+    its own ids; None compiles both and picks one at run time."""
     if serving:
         _check_serving(spec)
-    return render_file("bfs.cu.j2", _context(spec, serving))
+    if claims is not None and (claims not in CLAIMS_FORMS or spec.update != "eager"):
+        raise ArgumentError(
+            f"claims={claims!r}: one of {CLAIMS_FORMS} for an eager variant, not {spec.name}"
+        )
+    return render_file("bfs.cu.j2", _context(spec, serving, claims))
 
 
 def has_serving_kernel(spec: VariantSpec) -> bool:

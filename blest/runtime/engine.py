@@ -31,6 +31,7 @@ from blest.codegen.contract import (
     FUSED_ONCE,
     SERVE_WORDS,
     check_block_size,
+    claims_form,
     frontier_buffers,
     queue_buffers,
 )
@@ -274,8 +275,12 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
 
     @property
     def source(self) -> str:
-        """The generated CUDA C++ of this engine's variant."""
-        return render(self.spec)
+        """The generated CUDA C++ of this engine's variant, for this graph: an eager variant
+        holds only the claims that the graph's ordering uses (``contract.claims_form``)."""
+        return render(self.spec, claims=self._claims())
+
+    def _claims(self) -> str | None:
+        return claims_form(self.spec, not self.permutation.is_identity)
 
     # ------------------------------------------------------------------ traversal
     def bfs(

@@ -90,6 +90,7 @@ class ServedCalls:
     _own_ptr: int
     n: int
     spec: Any
+    _claims: Any  # () -> the claims form its kernels are rendered with (Engine._claims)
     _serve_idle_us: int | None = None  # inside serving(): the server's idle limit
     _serve_stream: Any = None  # the running server's stream, or None
     _serve_seq: int = 0  # the number of the call posted last
@@ -157,7 +158,9 @@ class ServedCalls:
     def serving_source(self) -> str | None:
         """The generated CUDA C++ of this engine's serving kernel (:meth:`serving`), or None
         for variants without one (neither persistent nor one block)."""
-        return render(self.spec, serving=True) if has_serving_kernel(self.spec) else None
+        if not has_serving_kernel(self.spec):
+            return None
+        return render(self.spec, serving=True, claims=self._claims())
 
     def _load_server(self) -> bool:
         """Whether this engine serves calls (a persistent variant or the one-block launch),

@@ -208,7 +208,8 @@ def _paper_rules(
     if compile_check:
         specs = [*persistent_specs(sigmas), spec]
         specs += block_specs(sigmas) if block_fits(graph.n) else []
-        compiled, seconds = _compile_check(specs, DEFAULT_ARCH, notes, progress)
+        reordered = (not prep.permutation.is_identity,)
+        compiled, seconds = _compile_check(specs, DEFAULT_ARCH, notes, progress, reordered)
     else:
         notes.append("no kernel compiled (nothing can run them here)")
     cfg = TunedConfig(
@@ -231,14 +232,23 @@ def _paper_rules(
 
 
 def _compile_check(
-    specs: Sequence[VariantSpec], arch: str, notes: list[str], progress: Progress
+    specs: Sequence[VariantSpec],
+    arch: str,
+    notes: list[str],
+    progress: Progress,
+    reordered: Sequence[bool] = (True,),
 ) -> tuple[list[str], float]:
-    """NVRTC-compile the rendered specs (disk-cached; the sources are what Engine compiles),
-    reporting each finished module through ``progress``."""
+    """NVRTC-compile the rendered specs (disk-cached; the sources are what Engine compiles for
+    graphs that are reordered or not, as ``reordered`` lists), reporting each finished module
+    through ``progress``."""
     from blest.codegen.compile import compile_many
+    from blest.codegen.contract import claims_form
     from blest.codegen.render import render
 
     unique = list(dict.fromkeys(specs))
+    sources = list(
+        dict.fromkeys(render(s, claims=claims_form(s, r)) for s in unique for r in reordered)
+    )
     what = f"compiling {len(unique)} variants for {arch}"
     progress(what)
 
@@ -248,7 +258,7 @@ def _compile_check(
 
     t0 = time.perf_counter()
     try:
-        compile_many([render(s) for s in unique], arch=arch, progress=step)
+        compile_many(sources, arch=arch, progress=step)
     except GPUUnavailableError as exc:
         notes.append(f"candidates not compiled ({exc})")
         return [], 0.0
@@ -335,7 +345,8 @@ def _tune_gpu(
         for cluster, _ in CLUSTER_GEOMETRIES if clusters else ():
             if block_fits(graph.n, smem_limit, cluster):
                 specs += block_specs(sigmas, (cluster,))
-        compiled, compile_s = _compile_check(specs, arch, notes, progress)
+        reordered = sorted({not p.permutation.is_identity for p in preps.values()})
+        compiled, compile_s = _compile_check(specs, arch, notes, progress, reordered)
         upload_all(preps, sigmas, cupy, notes, progress)
         paper = _paper_baseline(factory, default, u8, tuning, progress)
         search = Search(
