@@ -828,6 +828,13 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             "bool claims_by_level(const Graph& g) { return g.new_of_old != nullptr; }",
         )
     ],
+    # session 31: the small-level episode's branch taken out of the loop (small_queue 0 only)
+    "spec_nosmall": [
+        (
+            "            if (top.qsize <= small_queue && !go_bottom_up) {",
+            "            if (false) {",
+        )
+    ],
     "claims_both_v": [  # the same on a graph in its own ids
         (
             "bool claims_by_level(const Graph&) { return false; }",
