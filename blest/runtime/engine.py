@@ -280,6 +280,7 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         return render(self.spec, claims=self._claims())
 
     def _claims(self) -> str | None:
+        """The claims form this engine's kernels are rendered with (None: not an eager one)."""
         return claims_form(self.spec, not self.permutation.is_identity)
 
     # ------------------------------------------------------------------ traversal

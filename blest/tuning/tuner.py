@@ -236,11 +236,11 @@ def _compile_check(
     arch: str,
     notes: list[str],
     progress: Progress,
-    reordered: Sequence[bool] = (True,),
+    reordered: Sequence[bool] = (False, True),
 ) -> tuple[list[str], float]:
     """NVRTC-compile the rendered specs (disk-cached; the sources are what Engine compiles for
-    graphs that are reordered or not, as ``reordered`` lists), reporting each finished module
-    through ``progress``."""
+    graphs that are reordered or not, as ``reordered`` lists: an eager kernel's claims form
+    depends on it), reporting each finished module through ``progress``."""
     from blest.codegen.compile import compile_many
     from blest.codegen.contract import claims_form
     from blest.codegen.render import render
