@@ -835,6 +835,19 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             "            if (false) {",
         )
     ],
+    # session 31: the timed kernel's call slot loaded again after the levels (as the serving
+    # kernel does), so that it does not live in registers through the level loop
+    "call_reload": [
+        (
+            "        int* const to = call.dst != 0ull ? reinterpret_cast<int*>(call.dst)\n"
+            "                                         : (g.new_of_old == nullptr ? st.levels : "
+            "nullptr);\n        deliver_state(g, st, to, ctl_out);",
+            "        call = load_call_slot(st);\n"
+            "        int* const to = call.dst != 0ull ? reinterpret_cast<int*>(call.dst)\n"
+            "                                         : (g.new_of_old == nullptr ? st.levels : "
+            "nullptr);\n        deliver_state(g, st, to, ctl_out);",
+        )
+    ],
     "claims_both_v": [  # the same on a graph in its own ids
         (
             "bool claims_by_level(const Graph&) { return false; }",
