@@ -848,6 +848,40 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             "nullptr);\n        deliver_state(g, st, to, ctl_out);",
         )
     ],
+    # session 31: every level in the small form (row ids with the masks, no visited filter),
+    # compiled as constants: what the per-level choice's code costs (timing; delaunay-20's
+    # levels are all small)
+    "spec_small": [
+        (
+            "    topdown(g, st, lv, qsize, small_level, check_visited, first);",
+            "    topdown(g, st, lv, qsize, true, false, first);",
+        )
+    ],
+    # session 31: the small form's threshold on |Q_L| (2 x warps) at 1, 3 and 4 x, and 0
+    "small_1x": [
+        (
+            "    small_level = small_level || (long long)qsize <= 2 * wk.n_warps;",
+            "    small_level = small_level || (long long)qsize <= wk.n_warps;",
+        )
+    ],
+    "small_3x": [
+        (
+            "    small_level = small_level || (long long)qsize <= 2 * wk.n_warps;",
+            "    small_level = small_level || (long long)qsize <= 3 * wk.n_warps;",
+        )
+    ],
+    "small_4x": [
+        (
+            "    small_level = small_level || (long long)qsize <= 2 * wk.n_warps;",
+            "    small_level = small_level || (long long)qsize <= 4 * wk.n_warps;",
+        )
+    ],
+    "small_never": [
+        (
+            "    small_level = small_level || (long long)qsize <= 2 * wk.n_warps;",
+            "    small_level = small_level || false;",
+        )
+    ],
     "claims_both_v": [  # the same on a graph in its own ids
         (
             "bool claims_by_level(const Graph&) { return false; }",
