@@ -876,6 +876,12 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
             "    small_level = small_level || (long long)qsize <= 4 * wk.n_warps;",
         )
     ],
+    "rows_always": [  # row ids with the masks on every level; the filter on wide ones still
+        (
+            "    topdown(g, st, lv, qsize, small_level, check_visited, first);",
+            "    topdown(g, st, lv, qsize, true, check_visited, first);",
+        )
+    ],
     "small_never": [
         (
             "    small_level = small_level || (long long)qsize <= 2 * wk.n_warps;",
