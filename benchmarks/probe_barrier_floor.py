@@ -16,6 +16,8 @@ Each row runs `iters` levels of a kernel made of the pieces named (globaltimer, 
 - ``cluster``: with ``--cluster C``, the kernel is compiled with ``__cluster_dims__(C)`` and the
   level meets at a cluster barrier (``barrier.cluster.arrive.release`` and
   ``wait.acquire``), the hardware's barrier of the C blocks of one cluster.
+- ``--forms``: other forms of the grid barrier (``relaxed``, ``relpoll``, ``fencerel``,
+  ``atomret``: see ``--help``), to see what the release and the acquire cost.
 The rows print microseconds per level. The pieces are written here, in this file's own kernel:
 none of the engine's templates is used, so the figures stay comparable from tree to tree.
 """
@@ -43,6 +45,43 @@ __device__ __forceinline__ u64 load_acquire64(const u64* p) {
     asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
+__device__ __forceinline__ void add_relaxed(u64* p, u64 v) {
+    asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ u64 load_relaxed64(const u64* p) {
+    u64 v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void fence_acq_rel() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+__device__ __forceinline__ void fence_acquire_only() {
+    asm volatile("fence.acquire.gpu;" ::: "memory");
+}
+// K relaxed polls in flight: each pass waits for the oldest and issues one more, so a pass
+// takes a round trip / K and the last arrival is seen about (K - 1) / 2K round trips sooner.
+template <int K>
+__device__ __forceinline__ void wait_pipelined(const u64* count, u64 target) {
+    u64 v[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) v[k] = load_relaxed64(count);
+    for (;;) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            if (v[k] >= target) {
+                fence_acquire_only();
+                return;
+            }
+            v[k] = load_relaxed64(count);
+        }
+    }
+}
+#ifdef ONE_WAY_FENCES
+__device__ __forceinline__ void fence_release() { asm volatile("fence.release.gpu;" ::: "memory"); }
+__device__ __forceinline__ void fence_acquire() { asm volatile("fence.acquire.gpu;" ::: "memory"); }
+#else
+__device__ __forceinline__ void fence_release() { fence_acq_rel(); }
+__device__ __forceinline__ void fence_acquire() { fence_acq_rel(); }
+#endif
 __device__ __forceinline__ void store_release32(u32* p, u32 v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
@@ -91,6 +130,47 @@ extern "C" __global__ void CLUSTER_DIMS floor_levels(u64* count, u32* flags, u32
             }
             __syncthreads();
         }
+        if (pieces & (64 | 128 | 256 | 512 | 1024 | 2048 | 4096)) {  // barrier forms (see FORMS)
+            target += gridDim.x;
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                if (pieces & 64) {  // relaxed: no ordering at all (a floor, not a barrier)
+                    add_relaxed(count, 1ull);
+                    while (load_relaxed64(count) < target) {
+                    }
+                } else if (pieces & 128) {  // release add, relaxed polls, one acquire fence
+                    add_release(count, 1ull);
+                    while (load_relaxed64(count) < target) {
+                    }
+                    fence_acquire();
+                } else if (pieces & 256) {  // release fence + relaxed add, relaxed polls, fence
+                    fence_release();
+                    add_relaxed(count, 1ull);
+                    while (load_relaxed64(count) < target) {
+                    }
+                    fence_acquire();
+                } else if (pieces & 1024) {  // poll2: release add, two polls in flight
+                    add_release(count, 1ull);
+                    wait_pipelined<2>(count, target);
+                } else if (pieces & 2048) {  // poll4: four polls in flight
+                    add_release(count, 1ull);
+                    wait_pipelined<4>(count, target);
+                } else if (pieces & 4096) {  // poll4ret: a returning add, then four polls
+                    u64 seen;
+                    asm volatile("atom.release.gpu.global.add.u64 %0, [%1], 1;"
+                                 : "=l"(seen) : "l"(count) : "memory");
+                    if (seen + 1 < target) wait_pipelined<4>(count, target);
+                } else {  // 512: a returning add: the last arrival skips its polls
+                    u64 seen;
+                    asm volatile("atom.release.gpu.global.add.u64 %0, [%1], 1;"
+                                 : "=l"(seen) : "l"(count) : "memory");
+                    if (seen + 1 < target)
+                        while (load_acquire64(count) < target) {
+                        }
+                }
+            }
+            __syncthreads();
+        }
         if (pieces & 32) {  // cluster: the cluster's hardware barrier
             asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
                          "barrier.cluster.wait.acquire.aligned;" ::: "memory");
@@ -113,7 +193,38 @@ extern "C" __global__ void CLUSTER_DIMS floor_levels(u64* count, u32* flags, u32
 }
 """
 
-PIECES = {"barrier": 1, "flags": 2, "top": 4, "flush": 8, "clear": 16, "cluster": 32}
+PIECES = {
+    "barrier": 1,
+    "flags": 2,
+    "top": 4,
+    "flush": 8,
+    "clear": 16,
+    "cluster": 32,
+    "relaxed": 64,
+    "relpoll": 128,
+    "fencerel": 256,
+    "atomret": 512,
+    "poll2": 1024,
+    "poll4": 2048,
+    "poll4ret": 4096,
+}
+FORM_ROWS = [
+    "barrier",
+    "relaxed",
+    "relpoll",
+    "fencerel",
+    "atomret",
+    "poll2",
+    "poll4",
+    "poll4ret",
+    "barrier+top+flush+clear",
+    "poll2+top+flush+clear",
+    "poll4+top+flush+clear",
+    "poll4ret+top+flush+clear",
+    "relaxed+top+flush+clear",
+    "relpoll+top+flush+clear",
+    "fencerel+top+flush+clear",
+]
 ROWS = [
     "barrier",
     "flags",
@@ -132,10 +243,23 @@ def main() -> None:
     ap.add_argument("--threads", type=int, nargs="+", default=[1024, 512, 256])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cluster", type=int, default=0, help="C > 0: one cluster of C blocks")
+    ap.add_argument(
+        "--forms",
+        action="store_true",
+        help="rows of barrier forms: relaxed (no ordering: a floor), relpoll (release add, "
+        "relaxed polls, one acquire fence), fencerel (fences either side of relaxed accesses), "
+        "atomret (a returning release add), poll2 / poll4 (K relaxed polls in flight and one "
+        "acquire fence), poll4ret",
+    )
+    ap.add_argument(
+        "--one-way", action="store_true", help="fencerel with fence.release / fence.acquire"
+    )
     args = ap.parse_args()
     import cupy as cp
 
     code = SOURCE
+    if args.one_way:
+        code = "#define ONE_WAY_FENCES\n" + code
     if args.cluster:
         code = f"#define CLUSTER_DIMS __cluster_dims__({args.cluster}, 1, 1)\n" + SOURCE
     module = cp.RawModule(
@@ -147,7 +271,8 @@ def main() -> None:
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     blocks = args.cluster or args.blocks or sms
     for threads in args.threads:
-        for row in CLUSTER_ROWS if args.cluster else ROWS:
+        rows = CLUSTER_ROWS if args.cluster else FORM_ROWS if args.forms else ROWS
+        for row in rows:
             pieces = sum(PIECES[p] for p in row.split("+"))
             per_level = []
             for _ in range(args.repeats):

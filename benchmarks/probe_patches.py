@@ -388,6 +388,50 @@ _PUSH_TAG_PARTS = [
 ]
 
 
+# session 32: the grid barrier's wait with K relaxed polls of the count in flight (a pass waits
+# for the oldest and issues the next, so the last arrival is seen ~(K - 1) / 2K round trips
+# sooner) and one acquire fence after the poll that sees the target (bar_poll*); bar_ret4 also
+# arrives with a returning add, so that the last block to arrive does not poll at all.
+_WAIT_LOOP = """    for (;;) {
+        const u64 seen = load_acquire(count);
+        if ((seen & low) >= target) return seen;
+        if (++polls % BARRIER_WATCH_EVERY != 0u) continue;"""
+_WAIT_PIPE = """    u64 v[POLLS];
+#pragma unroll
+    for (int k = 0; k < POLLS; ++k) v[k] = load_relaxed(count);
+    for (;;) {
+#pragma unroll
+        for (int k = 0; k < POLLS; ++k) {
+            if ((v[k] & low) >= target) {
+                asm volatile("fence.acquire.gpu;" ::: "memory");
+                return v[k];
+            }
+            v[k] = load_relaxed(count);
+        }
+        polls += POLLS;
+        if (polls % BARRIER_WATCH_EVERY != 0u) continue;"""
+_LOAD_RELAXED = """__device__ __forceinline__ u64 load_relaxed(const u64* p) {
+    u64 v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Thread 0 of a block: wait until"""
+_ARRIVE = """        add_release(count, 1ull);
+        barrier_wait(ctl, count, target, 64);"""
+_ARRIVE_RET = """        u64 seen;
+        asm volatile("atom.release.gpu.global.add.u64 %0, [%1], 1;"
+                     : "=l"(seen) : "l"(count) : "memory");
+        if (seen + 1ull < target) barrier_wait(ctl, count, target, 64);"""
+
+
+def _bar_poll(k: int) -> list[tuple[str, str]]:
+    return [
+        ("// Thread 0 of a block: wait until", f"#define POLLS {k}\n" + _LOAD_RELAXED),
+        (_WAIT_LOOP, _WAIT_PIPE),
+    ]
+
+
 # The level's grid barrier without its leading __syncthreads (bar_after_sum*).
 PATCHES_BAR_DEF = (
     "__device__ __forceinline__ void grid_barrier(u32* ctl, u64& target) {",
@@ -667,6 +711,11 @@ _PAIR3 = [
 
 PATCHES: dict[str, list[tuple[str, str]]] = {
     "base": [],
+    "bar_poll2": _bar_poll(2),
+    "bar_poll4": _bar_poll(4),
+    "bar_poll8": _bar_poll(8),
+    "bar_ret": [(_ARRIVE, _ARRIVE_RET)],
+    "bar_ret4": _bar_poll(4) + [(_ARRIVE, _ARRIVE_RET)],
     # session 29: the pushed VSSs' mask and row lines prefetched into L2 for the next level
     "push_prefetch": [
         (

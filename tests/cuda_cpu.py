@@ -106,6 +106,10 @@ template <class T, class U> __attribute__((noinline)) T atomicMax(T* p, U v) {
     T old = __atomic_load_n(p, SEQ_CST);
     while (old < (T)v && !__atomic_compare_exchange_n(p, &old, (T)v, false, SEQ_CST, SEQ_CST)) {}
     return old; }
+template <class T, class U> __attribute__((noinline)) T atomicMin(T* p, U v) {
+    T old = __atomic_load_n(p, SEQ_CST);
+    while (old > (T)v && !__atomic_compare_exchange_n(p, &old, (T)v, false, SEQ_CST, SEQ_CST)) {}
+    return old; }
 template <class T> __attribute__((noinline)) T atomicCAS(T* p, T expected, T v) {
     __atomic_compare_exchange_n(p, &expected, v, false, SEQ_CST, SEQ_CST);
     return expected; }

@@ -104,19 +104,24 @@ def traverse(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small
 def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float, small: int,
                    fused: int, beta: float, served: np.ndarray | None = None,
                    alpha: float = 0.0, modes: np.ndarray | None = None,
-                   names: np.ndarray | None = None) -> dict:  # fmt: skip
+                   names: np.ndarray | None = None, depth_limit: int = -1) -> dict:  # fmt: skip
     """Every array of the traversal :func:`traverse` describes, as the kernels left them;
     ``fused=FUSED_SERVE``: the serving kernel (``exe`` built from its own module) answering
     the calls from ``served`` (seeds) that the runner's host thread posts, each call's levels
     and control block in its row of ``serve_out`` and ``serve_ctl``; ``modes``: each call's
     destination (tests/cuda_cpu.py, ``_poster``: 1 host memory, 0 device memory, 2 none);
     ``names``: whether each call names the next call's row as the array to fill with -1s ahead
-    of it (``serve_next``)."""
-    b, n = prep.bvss, prep.n
+    of it (``serve_next``); ``hops=2``: B's BVSS, each VSS's mask words then its near ones, and
+    the permutation even when it is the identity (as the engine gives them)."""
+    b, n = (prep.two_hop if spec.hops == 2 else prep.bvss), prep.n
+    masks = np.asarray(b.masks, dtype=np.uint32)
+    if spec.hops == 2:
+        near = np.asarray(b.near_masks, dtype=np.uint32)
+        masks = np.concatenate([masks.reshape(-1, 32), near.reshape(-1, 32)], axis=1).reshape(-1)
     words = (n + 31) // 32
     arrays = {
         "row_ids": np.asarray(b.row_ids, dtype=np.int32),
-        "masks": np.asarray(b.masks, dtype=np.uint32),
+        "masks": masks,
         "real_ptrs": np.asarray(b.real_ptrs, dtype=np.int32),
         "virtual_to_real": np.asarray(b.virtual_to_real, dtype=np.int32),
         "visited": np.full(words, 0xDEADBEEF, dtype=np.uint32),  # poisoned: init must clear
@@ -126,7 +131,7 @@ def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float,
         "levels": np.full(n, 0x5A5A5A5A, dtype=np.int32),
     }
     scalars = {"n": n, "n_words": words, "n_vss": b.n_vss, "n_sets": b.n_slice_sets,
-               "n_seeds": 1, "src": src, "depth_limit": -1, "eta": float(eta),
+               "n_seeds": 1, "src": src, "depth_limit": depth_limit, "eta": float(eta),
                "beta": float(beta), "alpha": float(alpha), "small_queue": small,
                "fused": int(fused)}  # fmt: skip
     if fused == FUSED_SERVE:  # the control block zeroed before the launch; calls from serve_*
@@ -147,7 +152,7 @@ def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float,
         arrays["ctl"][CTL["seed"]] = src
         arrays["ctl_out"] = np.full(CTL_WORDS, 99, dtype=np.uint32)
     perm = prep.permutation
-    if perm is not None and not perm.is_identity:  # internal ids: levels stay internal here
+    if perm is not None and (not perm.is_identity or spec.hops == 2):  # levels stay internal
         arrays["old_of_new"] = np.asarray(perm.old_of_new, dtype=np.int32)
         arrays["new_of_old"] = np.asarray(perm.new_of_old, dtype=np.int32)
     if spec.switching:

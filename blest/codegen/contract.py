@@ -80,6 +80,7 @@ CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("DONE", 12, 1, "per-level launch: set once the traversal has ended"),
     CtlField("LEVELS_RUN", 13, 1, "levels expanded (the L at which the traversal stopped)"),
     CtlField("ERROR", 14, 1, "nonzero: a grid barrier timed out (the traversal is void)"),
+    CtlField("NEAR_DEPTH", 15, 1, "hops=2: the largest odd level (2L + 1 of a phase) assigned"),
     CtlField("RESUME", 16, 1, "small-frontier mode: the level at which block 0 handed back"),
     CtlField("PROGRESS", 17, 1, "levels block 0 ran alone (keeps the barrier watchdog quiet)"),
     CtlField("NEXT_BATCH", 18, 1, "multi-source block form: batches taken so far in this launch"),
@@ -215,9 +216,12 @@ def claims_form(spec: VariantSpec, reordered: bool) -> str | None:
     their finalization, and the one-block launch, which claims in shared memory. A kernel
     rendered without a form holds both and picks one at run time (``claims_by_level``,
     level_state.cu.j2); compiling only one made delaunay-20 1.5% faster (benchmarks/NOTES.md,
-    session 31)."""
+    session 31). ``hops=2`` always claims by level (an ``atomicMin``), and its engine gives
+    the kernels a permutation even for a graph in its own ids, so that init sets every level."""
     if spec.update != "eager" or spec.launch == "block":
         return None
+    if spec.hops == 2:  # atomicMin on levels that init set to -1: the engine passes new_of_old
+        return "level"
     return "level" if reordered else "visited"
 
 

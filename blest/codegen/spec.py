@@ -37,6 +37,13 @@ Axes (docs/variants.md):
   keeps its VSSs in registers, and at 64 it spills; 128 took 4% off twitch_FR and
   musae_facebook at 512 threads (benchmarks/NOTES.md, session 20).
 
+* ``hops`` - eager vss persistent only: BFS levels a phase between two grid barriers, 1 or 2.
+  With 2 the kernel expands F_L over the BVSS of B = A + A^2 (a slice per row one or two arcs
+  from the set's columns, with a second, "near" mask of the row's arcs in A) and offers each
+  reached row the level L + 1 (a near hit) or L + 2 with an ``atomicMin``: the vertices lowered
+  to L + 2 are the next phase's frontier (docs/algorithm.md, "Two levels a phase"). For graphs
+  of few arcs a vertex and many levels (meshes, roads), where A^2 stays small.
+
 Block size and blocks per SM are runtime choices, not spec fields. Later families (multi-source
 with kappa, the CUDA-core kernels) extend this class with fields whose defaults keep old JSON valid.
 """
@@ -65,6 +72,7 @@ _CHOICES: dict[str, tuple] = {
     "cluster": (1, 2, 4, 8, 16),
     "expand": ("mma", "csr"),
     "registers": (64, 128),
+    "hops": (1, 2),
 }
 
 #: The one combination of the other axes that ``launch="block"`` takes (it reads no BVSS).
@@ -106,6 +114,7 @@ class VariantSpec:
     cluster: int = 1
     expand: str = "mma"
     registers: int = 64
+    hops: int = 1
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -125,6 +134,14 @@ class VariantSpec:
         if self.registers != 64 and (self.update, self.launch) != ("eager", "persistent"):
             raise ArgumentError(
                 f"registers={self.registers} needs update='eager' and launch='persistent'"
+            )
+        if self.hops != 1 and (self.update, self.queue, self.launch) != (
+            "eager",
+            "vss",
+            "persistent",
+        ):
+            raise ArgumentError(
+                f"hops={self.hops} needs update='eager', queue='vss' and launch='persistent'"
             )
         got = asdict(self)
         if self.launch == "block":
@@ -177,15 +194,18 @@ class VariantSpec:
             parts.append("switch")
         if self.registers != 64:
             parts.append(f"r{self.registers}")
+        if self.hops != 1:
+            parts.append(f"hop{self.hops}")
         parts.append("pers" if self.launch == "persistent" else "perlevel")
         return "_".join(parts)
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
-        """``cluster``, ``expand`` and ``registers`` are written only when they are not 1,
-        ``mma`` and 64, so every other spec's JSON is what it was before those axes existed."""
+        """``cluster``, ``expand``, ``registers`` and ``hops`` are written only when they are not
+        1, ``mma``, 64 and 1, so every other spec's JSON is what it was before those axes
+        existed."""
         d = asdict(self)
-        for key, default in (("cluster", 1), ("expand", "mma"), ("registers", 64)):
+        for key, default in (("cluster", 1), ("expand", "mma"), ("registers", 64), ("hops", 1)):
             if d[key] == default:
                 del d[key]
         return {"format": SPEC_FORMAT, **d}

@@ -60,6 +60,7 @@ class BVSS:
     real_ptrs: Any  # int32, Ns + 1
     virtual_to_real: Any  # int32, Nv
     real_slices: int
+    near_masks: Any = None  # uint32, Nv * 32: B's BVSS only (blest.graph.hops), else None
 
     @property
     def theta(self) -> int:
@@ -84,6 +85,7 @@ class BVSS:
             + self.masks.nbytes
             + self.real_ptrs.nbytes
             + self.virtual_to_real.nbytes
+            + (0 if self.near_masks is None else self.near_masks.nbytes)
         )
 
     def to_numpy(self) -> BVSS:
@@ -99,6 +101,7 @@ class BVSS:
             self.real_ptrs.get(),
             self.virtual_to_real.get(),
             self.real_slices,
+            None if self.near_masks is None else self.near_masks.get(),
         )
 
     def stats(self) -> BVSSStats:

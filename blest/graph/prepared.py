@@ -8,6 +8,7 @@ exactly these arrays.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +85,16 @@ class Prepared:
             raise ArgumentError("the given bvss does not match this graph and sigma")
         return cls(graph, perm.name, perm, internal.in_ptr, internal.in_idx, bvss)
 
+    @functools.cached_property
+    def two_hop(self) -> BVSS:
+        """The BVSS of B = A + A^2 at this sigma, with its near masks, for the ``hops=2``
+        variants (:mod:`blest.graph.hops`): built on first use, on the CPU, then kept (its
+        arrays live where this preparation's BVSS does)."""
+        from blest.graph.hops import two_hop_bvss
+
+        xp = None if isinstance(self.bvss.row_ids, np.ndarray) else _module_of(self.bvss.row_ids)
+        return two_hop_bvss(self.in_ptr, self.in_idx, self.n, self.sigma, xp=xp)
+
     def host(self) -> Prepared:
         """The same preparation with NumPy arrays only."""
         b = self.bvss.to_numpy()
@@ -107,6 +118,13 @@ class Prepared:
             report=g.report,
         )
         return Prepared.from_graph(rev, self.sigma, self.permutation, xp=xp)
+
+
+def _module_of(a: Any) -> Any:
+    """The array module of ``a`` (CuPy for a CuPy array)."""
+    import importlib
+
+    return importlib.import_module(type(a).__module__.split(".")[0])
 
 
 def to_host(a: Any) -> Any:

@@ -9,6 +9,7 @@ from blest.errors import DeviceMemoryError, GPUUnavailableError
 from blest.graph.prepared import Prepared
 
 __all__ = [
+    "mask_words",
     "cupy_module",
     "device_buffers",
     "device_in_csr",
@@ -39,6 +40,15 @@ def device_buffers(cp: Any, **arrays: Any) -> dict[str, Any]:
         d = cp.asarray(a)
         out[name] = d if d.size else cp.zeros(1, dtype=d.dtype)
     return out
+
+
+def mask_words(xp: Any, bvss: Any) -> Any:
+    """The mask words the kernels read: the BVSS's, or for B's BVSS (``hops=2``, with near
+    masks) each VSS's 32 mask words followed by its 32 near ones (topdown.cu.j2)."""
+    if bvss.near_masks is None:
+        return bvss.masks
+    pair = (xp.asarray(bvss.masks).reshape(-1, 32), xp.asarray(bvss.near_masks).reshape(-1, 32))
+    return xp.concatenate(pair, axis=1).reshape(-1)
 
 
 def device_in_csr(cp: Any, prep: Any) -> tuple[Any, Any]:

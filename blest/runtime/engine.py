@@ -47,6 +47,7 @@ from blest.runtime.device import (
     cupy_module,
     device_buffers,
     device_in_csr,
+    mask_words,
     pinned_array,
     require_memory,
 )
@@ -194,14 +195,11 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
 
     def _bvss_buffers(self, prep: Prepared) -> tuple[dict[str, Any], dict[str, Any]]:
         """(graph arrays, traversal state) of the BVSS variants."""
-        cp, spec, b, n = self._cp, self.spec, prep.bvss, self.n
-        arrays = device_buffers(
-            cp,
-            row_ids=b.row_ids,
-            masks=b.masks,
-            real_ptrs=b.real_ptrs,
-            virtual_to_real=b.virtual_to_real,
-        )
+        cp, spec, n = self._cp, self.spec, self.n
+        b = prep.two_hop if spec.hops == 2 else prep.bvss  # hops=2: B = A + A^2's
+        arrays = device_buffers(cp, row_ids=b.row_ids, masks=mask_words(cp, b),
+                                real_ptrs=b.real_ptrs,
+                                virtual_to_real=b.virtual_to_real)  # fmt: skip
         self._in_csr = None
         if spec.switching:
             arrays["in_ptr"] = cp.asarray(prep.in_ptr, dtype=cp.int64)
@@ -210,7 +208,8 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         if spec.expand == "csr":
             csr, self._max_hubs = csr_arrays(cp, prep, self._in_csr, self._n_words)
             arrays.update(csr)
-        identity, perm = self.permutation.is_identity, self.permutation
+        # hops=2 claims by level on every graph: one in its own ids gets the identity here.
+        identity, perm = not self._by_level_ids(), self.permutation
         for way in ("old_of_new", "new_of_old"):  # the deliver pass gathers by new_of_old
             arrays[way] = np.uint64(0) if identity else cp.asarray(getattr(perm, way), cp.int32)
         arrays.update(n=np.int32(n), n_words=np.int32(self._n_words),
@@ -281,7 +280,7 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
 
     def _claims(self) -> str | None:
         """The claims form this engine's kernels are rendered with (None: not an eager one)."""
-        return claims_form(self.spec, not self.permutation.is_identity)
+        return claims_form(self.spec, self._by_level_ids())
 
     # ------------------------------------------------------------------ traversal
     def bfs(

@@ -28,6 +28,12 @@ class EngineProbes:
     _state: dict[str, Any]
     _record_levels: bool
     _n_words: int
+    permutation: Any
+
+    def _by_level_ids(self) -> bool:
+        """Whether the kernels get new_of_old and claim by level: a reordered graph, or any
+        graph under ``hops=2`` (whose engine gives the identity; contract.claims_form)."""
+        return not self.permutation.is_identity or self.spec.hops == 2
 
     @property
     def stats(self) -> BFSStats:
@@ -86,7 +92,7 @@ class EngineProbes:
         """The visited bitmap after the last call. The eager kernels keep none on a reordered
         graph (they claim a vertex by its level: ``claims_by_level``, level_state.cu.j2), so
         there it is the vertices whose internal level is set."""
-        if self.spec.update != "eager" or self.permutation.is_identity:
+        if self.spec.update != "eager" or not self._by_level_ids():
             return self._state["visited"].get()
         reached = self._state["levels"][: self.n].get() >= 0
         bits = np.zeros(self._n_words * 32, dtype=bool)
@@ -103,6 +109,11 @@ class EngineProbes:
         shared memory: :class:`EngineError`."""
         if self.spec.launch == "block":
             raise EngineError("launch='block' keeps its traversal state in shared memory")
+        if self.spec.hops == 2:
+            raise EngineError(
+                "hops=2 runs two levels a phase, and its frontier may hold stale bits "
+                "(docs/algorithm.md): it has no per-level state to show"
+            )
         level = self.stats.levels_run
         nq = queue_buffers(self.spec)
         ctl = self._state["ctl"].get()

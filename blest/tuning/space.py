@@ -179,8 +179,8 @@ class Candidate:
 #: Within a sigma, one variant of each family comes before the rest of the coarse pass, so that
 #: a budget that ends the screen early has still tried each: lazy with switching on tensor cores
 #: (the paper's), eager (the fastest grid-wide launch on deep graphs such as delaunay-20), the
-#: CUDA-core top-down; then the other lazy variants with switching, the other eager ones, the
-#: rest.
+#: CUDA-core top-down; two levels a phase (deep graphs of few arcs only: coarse_candidates);
+#: then the other lazy variants with switching, the other eager ones, the rest.
 _FAMILIES: tuple[Callable[[VariantSpec], bool], ...] = (
     lambda s: (
         s.update == "lazy"
@@ -189,8 +189,9 @@ _FAMILIES: tuple[Callable[[VariantSpec], bool], ...] = (
         and s.queue == "vss"
         and not s.dirty_sets
     ),
-    lambda s: s.update == "eager" and s.queue == "vss",
+    lambda s: s.update == "eager" and s.queue == "vss" and s.hops == 1,
     lambda s: s.expand == "csr" and s.switching,
+    lambda s: s.hops == 2,
     lambda s: s.update == "lazy" and s.switching,
     lambda s: s.update == "eager",
 )
@@ -236,6 +237,7 @@ def coarse_candidates(
     n: int | None = None,
     smem_limit: int = HOPPER_SMEM_LIMIT,
     clusters: bool = False,
+    two_hop: bool = False,
 ) -> list[Candidate]:
     """The coarse pass, interleaved: one candidate of each (geometry, ordering, sigma) group in
     turn, each group most promising first, so that any prefix is a balanced sample. With the
@@ -243,12 +245,16 @@ def coarse_candidates(
     sizes when its bitmap fits in ``smem_limit`` bytes (:func:`block_fits`), and with
     ``clusters`` (a GPU that has them) its :data:`CLUSTER_GEOMETRIES` too; without ``n``, it
     is left out. The resident queue joins only graphs of at most :data:`RESIDENT_MAX_N`
-    vertices; the larger register budget only in refinement (:func:`register_variants`)."""
+    vertices; the larger register budget only in refinement (:func:`register_variants`); two
+    levels a phase (``hops=2``) only with ``two_hop`` (a graph whose B = A + A^2 is small:
+    :func:`blest.graph.hops.two_hop_arcs_bound`)."""
     sigmas = tuple(sigmas)
     groups: dict[tuple, list[Candidate]] = {}
     resident = n is not None and n <= RESIDENT_MAX_N
     for spec in persistent_specs(sigmas):
         if (spec.queue == "resident" and not resident) or spec.registers != 64:
+            continue
+        if spec.hops == 2 and not two_hop:
             continue
         for block, bps in GEOMETRIES:
             for ordering in orderings:
@@ -339,9 +345,11 @@ def small_queue_variants(c: Candidate) -> list[Candidate]:
 def per_level_variant(c: Candidate) -> Candidate | None:
     """The same candidate with one launch per level (small_queue does not apply); None for the
     per-level and block launches, and for expand="csr", the resident queue, the larger
-    register budget and the edge-ratio guard (persistent only)."""
+    register budget, the edge-ratio guard and two levels a phase (persistent only)."""
     spec = c.spec
     if spec.launch != "persistent" or spec.expand == "csr" or spec.queue == "resident":
+        return None
+    if spec.hops != 1:
         return None
     if spec.registers != 64 or c.alpha:
         return None

@@ -32,6 +32,7 @@ from blest.defaults import (
 from blest.errors import ArgumentError, GPUUnavailableError
 from blest.graph.bvss import u_div
 from blest.graph.core import Graph
+from blest.graph.hops import TWO_HOP_RATIO, two_hop_arcs_bound
 from blest.graph.prepared import Prepared
 from blest.runtime.protocol import Geometry
 from blest.tuning.config import GPUInfo, GraphInfo, PreparationInfo, TunedConfig
@@ -357,9 +358,11 @@ def _tune_gpu(
             repeats=repeats,
             progress=progress,
         )
+        two_hop = two_hop_arcs_bound(graph) <= TWO_HOP_RATIO * graph.nnz
         coarse = coarse_candidates(
-            list(preps), sigmas, n=graph.n, smem_limit=smem_limit, clusters=clusters
-        )
+            list(preps), sigmas, n=graph.n, smem_limit=smem_limit, clusters=clusters,
+            two_hop=two_hop,
+        )  # fmt: skip
         search.run(coarse, baseline=paper)
         searched_s = search.elapsed_s  # the budget's part; the checks and the report come after
         pick = _verified_pick(search, factory, graph, int(tuning[0]), set(sigmas), progress)

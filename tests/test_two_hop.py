@@ -1,0 +1,220 @@
+"""Two levels a phase (``hops=2``): B = A + A^2's BVSS and near masks against a slot-by-slot
+construction, the phase emulator against SciPy, the spec axis, and the generated kernels on the
+CPU runner (tests/cuda_cpu.py) against SciPy: directed, undirected, disconnected, deep and
+power-law graphs, in their own ids and in RCM order, with small-queue levels, the one-launch
+call, the serving kernel and depth limits of both parities. The gpu-marked tests run the
+variants on the device (test_two_hop_gpu.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from cuda_cpu import build, have_compiler, small_zoo
+from test_ss_kernels_cpu import _run_traversal, kernel_signatures
+
+from blest.codegen.contract import (
+    CTL,
+    CTL_WORDS,
+    DST_HOST_BIT,
+    DST_TAG_MASK,
+    DST_TAG_SHIFT,
+    FUSED_SERVE,
+    SERVE,
+    SERVE_QUIT,
+    claims_form,
+)
+from blest.codegen.render import kernel_names, render
+from blest.codegen.spec import VariantSpec, variants
+from blest.errors import ArgumentError
+from blest.graph.hops import TWO_HOP_RATIO, two_hop_arcs_bound, two_hop_bvss, two_hop_graph
+from blest.graph.ordering import rcm
+from blest.graph.prepared import Prepared
+from blest.reference import bfs_levels
+from blest.reference.two_hop import emulate_two_hop
+
+
+def _limited(levels: np.ndarray, limit: int | None) -> np.ndarray:
+    return levels if limit is None else np.where(levels > limit, -1, levels)
+
+
+def _adjacency(graph) -> sp.csr_matrix:
+    """CSR of A (row i: the j with j -> i), as dense-able ints."""
+    ptr, idx = np.asarray(graph.in_ptr), np.asarray(graph.in_idx)
+    return sp.csr_matrix((np.ones(idx.size, dtype=np.int64), idx, ptr), shape=(graph.n,) * 2)
+
+
+def test_spec_axis():
+    """hops=2 only on the eager vss persistent kernels; named and written only when not 1."""
+    spec = VariantSpec(sigma=32, update="eager", queue="vss", switching=False, hops=2)
+    assert spec.name == "s32_eager_vss_hop2_pers"
+    assert VariantSpec.from_json(spec.to_json()) == spec
+    assert "hops" not in VariantSpec(sigma=32).to_dict()
+    for bad in (
+        {"update": "lazy"},
+        {"queue": "sweep", "switching": False, "update": "eager"},
+        {"launch": "per_level", "update": "eager", "switching": False},
+        {"hops": 3},
+    ):
+        args = {"sigma": 8, "update": "eager", "queue": "vss", "switching": False, "hops": 2}
+        with pytest.raises(ArgumentError):
+            VariantSpec(**{**args, **bad})
+    hop2 = [s for s in variants() if s.hops == 2]
+    assert {(s.sigma, s.registers) for s in hop2} == {(g, r) for g in (4, 8, 16, 32)
+                                                      for r in (64, 128)}  # fmt: skip
+    assert all(claims_form(s, reordered) == "level" for s in hop2 for reordered in (False, True))
+
+
+@pytest.mark.parametrize("sigma", [4, 8, 16, 32])
+def test_two_hop_bvss_slot_by_slot(rng, sigma):
+    """Every slot of B's BVSS holds row r of set s: its mask bits are the columns of s one or
+    two arcs from r, its near bits those one arc from r (A), and nothing else; padding slots
+    have neither. B holds every arc of A and of A^2 but loops."""
+    for name, graph in small_zoo(rng, 200).items():
+        a = _adjacency(graph)
+        want = ((a + a @ a) > 0).toarray()
+        np.fill_diagonal(want, False)
+        near_want = (a > 0).toarray()
+        got = two_hop_graph(graph.in_ptr, graph.in_idx, graph.n)
+        np.testing.assert_array_equal(_adjacency(got).toarray() > 0, want, err_msg=name)
+        assert got.nnz <= two_hop_arcs_bound(graph), name
+        b = two_hop_bvss(graph.in_ptr, graph.in_idx, graph.n, sigma)
+        rows = np.asarray(b.row_ids)
+        sets = np.repeat(np.asarray(b.virtual_to_real), b.tau)
+        slot = np.arange(rows.size) % b.theta
+        words = np.repeat(np.asarray(b.masks), b.theta)
+        near_words = np.repeat(np.asarray(b.near_masks), b.theta)
+        low = (1 << sigma) - 1
+        for t in range(rows.size):
+            cols = sets[t] * sigma + np.arange(sigma)
+            ok = cols < graph.n
+            bits = (int(words[t]) >> (slot[t] * sigma)) & low
+            near = (int(near_words[t]) >> (slot[t] * sigma)) & low
+            if bits == 0:
+                assert near == 0, (name, t)
+                continue
+            mask_cols = [c for k, c in enumerate(cols) if (bits >> k) & 1]
+            near_cols = [c for k, c in enumerate(cols) if (near >> k) & 1]
+            assert mask_cols == [c for c in cols[ok] if want[rows[t], c]], (name, t)
+            assert near_cols == [c for c in cols[ok] if near_want[rows[t], c]], (name, t)
+
+
+@pytest.mark.parametrize("sigma", [4, 8, 32])
+def test_phase_emulator_matches_scipy(rng, sigma):
+    """The phases (offers 2L + 1 and 2L + 2, the smaller kept) give BFS levels, from one seed
+    and from several, with depth limits of both parities; a BVSS without its near masks, or with
+    every slot near, gives wrong levels somewhere."""
+    wrong = {"none near": 0, "all near": 0}
+    for name, graph in small_zoo(rng, 400).items():
+        b = two_hop_bvss(graph.in_ptr, graph.in_idx, graph.n, sigma)
+        starts = np.flatnonzero(graph.out_degree > 0)
+        for limit in (None, 0, 1, 2, 3, 6):
+            src = int(rng.choice(starts))
+            want = _limited(bfs_levels(graph, src), limit)
+            np.testing.assert_array_equal(emulate_two_hop(b, src, limit), want, f"{name} {limit}")
+        seeds = rng.choice(starts, 3)
+        want = bfs_levels(graph, seeds)
+        np.testing.assert_array_equal(emulate_two_hop(b, seeds), want, err_msg=name)
+        src = int(starts[0])
+        for label, near in (("none near", np.zeros_like(b.masks)), ("all near", b.masks)):
+            bad = type(b)(b.sigma, b.n, b.nnz, b.row_ids, b.masks, b.real_ptrs,
+                          b.virtual_to_real, b.real_slices, near)  # fmt: skip
+            wrong[label] += not np.array_equal(emulate_two_hop(bad, src), bfs_levels(graph, src))
+    assert all(wrong.values()), wrong
+
+
+def test_two_hop_bound_gates_dense_graphs(rng):
+    """The tuner's gate: a mesh-like graph's B stays within TWO_HOP_RATIO x its arcs, a graph
+    with hubs does not."""
+    zoo = small_zoo(rng, 3000)
+    deep = zoo["deep"]
+    assert two_hop_arcs_bound(deep) <= TWO_HOP_RATIO * deep.nnz
+    power = zoo["power_law"]
+    assert two_hop_arcs_bound(power) > TWO_HOP_RATIO * power.nnz
+
+
+# ---- the generated kernels on the CPU runner ------------------------------------------------
+SPECS = [
+    VariantSpec(sigma=32, update="eager", queue="vss", switching=False, hops=2),
+    VariantSpec(sigma=8, update="eager", queue="vss", switching=False, hops=2),
+]
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    if not have_compiler():
+        pytest.skip("needs g++")
+    cache = tmp_path_factory.mktemp("hop2")
+    out = {}
+    for spec in SPECS:
+        params, init, bfs = kernel_signatures(spec)
+        text = render(spec, claims="level")
+        out[spec] = build(text, [init, bfs], params, [], cache)
+        out[spec, "fused"] = build(text, [bfs], params, [], cache)
+        server = (kernel_names(spec, serving=True)["serve"], [*bfs[1][:-1], ("u32*", "ctl_copy")])
+        serve = {**SERVE, "ctl_words": CTL_WORDS, "dst_tag_shift": DST_TAG_SHIFT,
+                 "dst_tag_mask": DST_TAG_MASK, "dst_host_bit": DST_HOST_BIT,
+                 "quit": SERVE_QUIT}  # fmt: skip
+        out[spec, "serve"] = build(render(spec, serving=True, claims="level"), [server], params,
+                                   [], cache, serve=serve)  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_kernels_match_scipy(programs, rng, spec):
+    """Init and traversal launches, the one-launch call and small-queue levels in block 0, on
+    graphs in their own ids and in RCM order, with depth limits of both parities: levels (the
+    buffers poisoned), the visited count and the depth against SciPy."""
+    for reordered in (False, True):
+        for name, graph in small_zoo(rng, 300).items():
+            prep = Prepared.from_graph(graph, spec.sigma, rcm(graph) if reordered else None)
+            order = np.asarray(prep.permutation.new_of_old)
+            starts = np.flatnonzero(graph.out_degree > 0)
+            for fused, small, limit in ((False, 0, -1), (True, 0, -1), (False, 16, -1),
+                                        (False, 0, 3), (False, 16, 4), (True, 0, 1)):  # fmt: skip
+                src = int(rng.choice(starts))
+                want = _limited(bfs_levels(graph, src), None if limit < 0 else limit)
+                exe = programs[spec, "fused"] if fused else programs[spec]
+                out = _run_traversal(exe, spec, prep, int(order[src]), 0.0, small, fused, 0.0,
+                                     depth_limit=limit)  # fmt: skip
+                ctx = f"{name} reordered={reordered} fused={fused} sq={small} limit={limit}"
+                np.testing.assert_array_equal(out["levels"][order], want, err_msg=ctx)
+                ctl = out["ctl"]
+                assert ctl[CTL["error"]] == 0, ctx
+                assert ctl[CTL["visited"]] == np.count_nonzero(want >= 0), ctx
+                assert np.int32(ctl[CTL["depth"]]) == want.max(), ctx
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_served_calls_match_scipy(programs, rng, spec):
+    """The serving kernel answers four calls in a row (state carried from call to call), the
+    levels delivered in the user's ids."""
+    for name, graph in small_zoo(rng, 240).items():
+        prep = Prepared.from_graph(graph, spec.sigma, rcm(graph))
+        order = np.asarray(prep.permutation.new_of_old)
+        seeds = rng.choice(np.flatnonzero(graph.out_degree > 0), size=4)
+        exe, modes = programs[spec, "serve"], [0, 0, 1, 0]
+        out = _run_traversal(exe, spec, prep, 0, 0.0, 8, FUSED_SERVE, 0.0,
+                             served=order[seeds], modes=modes, names=[0] * 4)  # fmt: skip
+        for k, src in enumerate(seeds):
+            want = bfs_levels(graph, int(src))
+            np.testing.assert_array_equal(out["serve_out"][k], want, err_msg=f"{name} {k}")
+            ctl = out["serve_ctl"][k]
+            assert ctl[CTL["visited"]] == np.count_nonzero(want >= 0), (name, k)
+            assert np.int32(ctl[CTL["depth"]]) == want.max(), (name, k)
+
+
+def test_tuner_space_takes_two_hops_only_when_asked():
+    """The coarse pass holds the hops=2 variants (64 registers; 128 in refinement) only for a
+    graph whose B is small (``two_hop``); they have no per-level launch."""
+    from blest.tuning.space import coarse_candidates, per_level_variant, register_variants
+
+    without = coarse_candidates(["rcm"], (16, 32), n=10**6)
+    with_ = coarse_candidates(["rcm"], (16, 32), n=10**6, two_hop=True)
+    assert not any(c.spec.hops == 2 for c in without)
+    extra = [c for c in with_ if c.spec.hops == 2]
+    assert {c.spec.name for c in extra} == {"s16_eager_vss_hop2_pers", "s32_eager_vss_hop2_pers"}
+    assert [c for c in with_ if c.spec.hops == 1] == without
+    assert all(per_level_variant(c) is None for c in extra)
+    assert all(r.spec.hops == 2 and r.spec.registers == 128
+               for c in extra for r in register_variants(c))  # fmt: skip
