@@ -205,16 +205,18 @@ def test_served_calls_match_scipy(programs, rng, spec):
 
 
 def test_tuner_space_takes_two_hops_only_when_asked():
-    """The coarse pass holds the hops=2 variants (64 registers; 128 in refinement) only for a
-    graph whose B is small (``two_hop``); they have no per-level launch."""
+    """The coarse pass holds the hops=2 variants (64 registers; 128 in refinement) only in the
+    orderings named (``two_hop``: the tuner names the default one of a graph whose B is small)
+    and at TWO_HOP_SIGMAS; they have no per-level launch."""
     from blest.tuning.space import coarse_candidates, per_level_variant, register_variants
 
-    without = coarse_candidates(["rcm"], (16, 32), n=10**6)
-    with_ = coarse_candidates(["rcm"], (16, 32), n=10**6, two_hop=True)
+    without = coarse_candidates(["rcm", "natural"], (8, 16, 32), n=10**6)
+    with_ = coarse_candidates(["rcm", "natural"], (8, 16, 32), n=10**6, two_hop=("rcm",))
     assert not any(c.spec.hops == 2 for c in without)
     extra = [c for c in with_ if c.spec.hops == 2]
     assert {c.spec.name for c in extra} == {"s16_eager_vss_hop2_pers", "s32_eager_vss_hop2_pers"}
-    assert [c for c in with_ if c.spec.hops == 1] == without
+    assert {c.ordering for c in extra} == {"rcm"}
+    assert sorted(c.label for c in with_ if c.spec.hops == 1) == sorted(c.label for c in without)
     assert all(per_level_variant(c) is None for c in extra)
     assert all(r.spec.hops == 2 and r.spec.registers == 128
                for c in extra for r in register_variants(c))  # fmt: skip

@@ -13,7 +13,7 @@ and the per-level launch (:mod:`blest.tuning.search` runs the stages).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -47,6 +47,7 @@ __all__ = [
     "block_specs",
     "block_fits",
     "coarse_candidates",
+    "TWO_HOP_SIGMAS",
     "eta_variants",
     "beta_variants",
     "alpha_variants",
@@ -176,6 +177,11 @@ class Candidate:
         )
 
 
+#: The sigmas at which the tuner screens two levels a phase (``hops=2``): on delaunay-20 (H100)
+#: sigma 16 and 32 took 1.04-1.05 ms, sigma 8 1.49 (benchmarks/NOTES.md, session 32), and B's
+#: BVSS is built for each one screened.
+TWO_HOP_SIGMAS = (16, 32)
+
 #: Within a sigma, one variant of each family comes before the rest of the coarse pass, so that
 #: a budget that ends the screen early has still tried each: lazy with switching on tensor cores
 #: (the paper's), eager (the fastest grid-wide launch on deep graphs such as delaunay-20), the
@@ -237,7 +243,7 @@ def coarse_candidates(
     n: int | None = None,
     smem_limit: int = HOPPER_SMEM_LIMIT,
     clusters: bool = False,
-    two_hop: bool = False,
+    two_hop: Collection[str] = (),
 ) -> list[Candidate]:
     """The coarse pass, interleaved: one candidate of each (geometry, ordering, sigma) group in
     turn, each group most promising first, so that any prefix is a balanced sample. With the
@@ -246,18 +252,21 @@ def coarse_candidates(
     ``clusters`` (a GPU that has them) its :data:`CLUSTER_GEOMETRIES` too; without ``n``, it
     is left out. The resident queue joins only graphs of at most :data:`RESIDENT_MAX_N`
     vertices; the larger register budget only in refinement (:func:`register_variants`); two
-    levels a phase (``hops=2``) only with ``two_hop`` (a graph whose B = A + A^2 is small:
-    :func:`blest.graph.hops.two_hop_arcs_bound`)."""
+    levels a phase (``hops=2``) only in the orderings named in ``two_hop`` (the tuner names the
+    default one for a graph whose B = A + A^2 is small:
+    :func:`blest.graph.hops.two_hop_arcs_bound`), at :data:`TWO_HOP_SIGMAS`."""
     sigmas = tuple(sigmas)
     groups: dict[tuple, list[Candidate]] = {}
     resident = n is not None and n <= RESIDENT_MAX_N
     for spec in persistent_specs(sigmas):
         if (spec.queue == "resident" and not resident) or spec.registers != 64:
             continue
-        if spec.hops == 2 and not two_hop:
+        if spec.hops == 2 and spec.sigma not in TWO_HOP_SIGMAS:
             continue
         for block, bps in GEOMETRIES:
             for ordering in orderings:
+                if spec.hops == 2 and ordering not in two_hop:
+                    continue
                 eta = COARSE_ETA if spec.switching else None
                 c = Candidate(ordering, spec, eta, block, bps)
                 groups.setdefault((block, bps, ordering, spec.sigma), []).append(c)

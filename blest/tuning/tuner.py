@@ -51,6 +51,7 @@ from blest.tuning.publish import write_tuned
 from blest.tuning.search import Search, Timed, measure, relative
 from blest.tuning.space import (
     CLUSTER_GEOMETRIES,
+    TWO_HOP_SIGMAS,
     Candidate,
     block_fits,
     block_specs,
@@ -340,7 +341,12 @@ def _tune_gpu(
     try:
         progress(f"BVSS sigma={DEFAULT_SIGMA} and U_div")
         u8 = u_div(preps[default].bvss(DEFAULT_SIGMA, xp=cupy))
-        specs = [*persistent_specs(sigmas), paper_spec(u8, False), paper_spec(u8, True)]
+        # Two levels a phase: for graphs whose B = A + A^2 is small, in the default ordering
+        # at TWO_HOP_SIGMAS, B built with the BVSSs (outside the budget).
+        two_hop = (default,) if two_hop_arcs_bound(graph) <= TWO_HOP_RATIO * graph.nnz else ()
+        hop_sigmas = tuple(s for s in sigmas if s in TWO_HOP_SIGMAS) if two_hop else ()
+        specs = [s for s in persistent_specs(sigmas) if s.hops == 1 or s.sigma in hop_sigmas]
+        specs += [paper_spec(u8, False), paper_spec(u8, True)]
         specs += block_specs(sigmas) if block_fits(graph.n, smem_limit) else []
         clusters = arch_number(arch) >= CLUSTER_COMPUTE_CAPABILITY
         for cluster, _ in CLUSTER_GEOMETRIES if clusters else ():
@@ -348,7 +354,7 @@ def _tune_gpu(
                 specs += block_specs(sigmas, (cluster,))
         reordered = sorted({not p.permutation.is_identity for p in preps.values()})
         compiled, compile_s = _compile_check(specs, arch, notes, progress, reordered)
-        upload_all(preps, sigmas, cupy, notes, progress)
+        upload_all(preps, sigmas, cupy, notes, progress, two_hop={default: hop_sigmas})
         paper = _paper_baseline(factory, default, u8, tuning, progress)
         search = Search(
             factory,
@@ -358,7 +364,6 @@ def _tune_gpu(
             repeats=repeats,
             progress=progress,
         )
-        two_hop = two_hop_arcs_bound(graph) <= TWO_HOP_RATIO * graph.nnz
         coarse = coarse_candidates(
             list(preps), sigmas, n=graph.n, smem_limit=smem_limit, clusters=clusters,
             two_hop=two_hop,
