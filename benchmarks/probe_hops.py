@@ -72,9 +72,49 @@ PATCH = [
 ]
 
 
+# Three levels a phase (--hops 3): B = A + A^2 + A^3 and two near masks a slice (its arcs of A,
+# then of A + A^2): a row is offered 3L + d, d the fewest arcs from F_{3L} (1, 2 or 3).
+_REACH3 = """    if (by_level) {
+        const u32 offer = (u32)(3 * lv.L + d);
+        const u32 old = atomicMin(reinterpret_cast<u32*>(st.levels + r), offer);
+        if (old <= offer) return;
+        if (d != 3) {
+            if (old == (u32)(3 * lv.L + 3)) lv.fresh -= 1u;  // it had been counted in F_{3L+3}
+            return;
+        }
+    } else {"""
+PATCH3 = [
+    (
+        "Level& lv, int r, bool check_visited) {",
+        "Level& lv, int r, bool check_visited, int d) {",
+    ),
+    (
+        "if (check_visited && (by_level ? __ldcg(st.levels + r) >= 0 :",
+        "if (check_visited && (by_level ? (u32)__ldcg(st.levels + r) <= (u32)(3 * lv.L + d) :",
+    ),
+    (_REACH_OLD, _REACH3),
+    (
+        "    u32 mask;       // this lane's mask word",
+        "    u32 mask;\n    u32 near;\n    u32 near2;",
+    ),
+    (
+        "    w.mask = __ldg(g.masks + (long long)v * 32 + lane);",
+        "    w.mask = __ldg(g.masks + (long long)v * 96 + lane);\n"
+        "    w.near = __ldg(g.masks + (long long)v * 96 + 32 + lane);\n"
+        "    w.near2 = __ldg(g.masks + (long long)v * 96 + 64 + lane);",
+    ),
+    (
+        "reach_row<by_level>(g, st, lv, w.rows.r[k], check_visited);",
+        "reach_row<by_level>(g, st, lv, w.rows.r[k], check_visited, "
+        "(w.near & alpha) ? 1 : (w.near2 & alpha) ? 2 : 3);",
+    ),
+]
+HOPS = 2
+
+
 def patched_render(spec, serving: bool = False, claims=None):
     text = ORIGINAL(spec, serving=serving, claims=claims)
-    for old, new in PATCH:
+    for old, new in PATCH if HOPS == 2 else PATCH3:
         if old not in text:
             if serving:
                 continue
@@ -112,26 +152,43 @@ def near_masks(internal: Graph, b: BVSS) -> np.ndarray:
 
 
 def prepare_b(graph: Graph, a_prep: Prepared) -> Prepared:
-    """The Prepared of B = A + A^2 (``a_prep``'s ordering otherwise), 64 mask words a VSS."""
+    """The Prepared of B = A + ... + A^HOPS (``a_prep``'s ordering otherwise): each VSS's mask
+    words, then its near masks (arcs of A, then of A + A^2), 32 * HOPS words a VSS."""
     t = time.perf_counter()
     perm = a_prep.permutation
     internal = graph if perm.is_identity else permute_graph(graph, perm)
     n = internal.n
-    ptr, idx = np.asarray(internal.out_ptr), np.asarray(internal.out_idx)
-    a = sp.csr_matrix((np.ones(internal.nnz, np.int32), idx, ptr), shape=(n, n))
-    b = a @ a + a
+    ptr, idx = np.asarray(internal.in_ptr), np.asarray(internal.in_idx)
+    a = sp.csr_matrix((np.ones(internal.nnz, np.int32), idx, ptr), shape=(n, n))  # CSR of A
+    reach = [a]
+    for _ in range(HOPS - 1):
+        nxt = reach[-1] @ a + a
+        nxt.data[:] = 1
+        reach.append(nxt)
+    b = reach[-1].tocsr()
     b.setdiag(0)
     b.eliminate_zeros()
-    b.sort_indices()
-    gb = Graph.from_csr(b.indptr.astype(np.int64), b.indices.astype(np.int32), n, directed=True)
+    b_out = b.T.tocsr()
+    b_out.sort_indices()
+    gb = Graph.from_csr(b_out.indptr.astype(np.int64), b_out.indices.astype(np.int32), n,
+                        directed=True)  # fmt: skip
     bb = build_bvss(gb, 32)
-    near = near_masks(internal, bb)
-    far = np.asarray(bb.masks).reshape(-1, 32)
-    masks = np.concatenate([far, near.reshape(-1, 32)], axis=1).reshape(-1)
+    words = [np.asarray(bb.masks).reshape(-1, 32)]
+    for m in reach[:-1]:
+        m = m.tocsr()
+        m.setdiag(0)
+        m.eliminate_zeros()
+        m.sort_indices()
+        near = near_masks(Graph.from_csr(m.T.tocsr().indptr.astype(np.int64),
+                                         m.T.tocsr().indices.astype(np.int32), n, directed=True,
+                                         in_ptr=m.indptr.astype(np.int64),
+                                         in_idx=m.indices.astype(np.int32)), bb)  # fmt: skip
+        words.append(near.reshape(-1, 32))
+    masks = np.concatenate(words, axis=1).reshape(-1)
     both = BVSS(32, n, gb.nnz, bb.row_ids, masks, bb.real_ptrs, bb.virtual_to_real, bb.real_slices)
     print(
-        f"  B = A + A^2: {gb.nnz} arcs ({gb.nnz / max(internal.nnz, 1):.2f} x A), {bb.n_vss} "
-        f"VSSs (A: {a_prep.bvss.n_vss}), {time.perf_counter() - t:.1f} s on the CPU",
+        f"  B = A + .. + A^{HOPS}: {gb.nnz} arcs ({gb.nnz / max(internal.nnz, 1):.2f} x A), "
+        f"{bb.n_vss} VSSs (A: {a_prep.bvss.n_vss}), {time.perf_counter() - t:.1f} s on the CPU",
         flush=True,
     )
     return Prepared(graph, a_prep.ordering, perm, a_prep.in_ptr, a_prep.in_idx, both)
@@ -180,7 +237,10 @@ def main() -> None:
     ap.add_argument("--check", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--cpu", type=int, default=None, help="SEED: check on the CPU runner only")
+    ap.add_argument("--hops", type=int, default=2, choices=(2, 3), help="levels a phase")
     args = ap.parse_args()
+    global HOPS
+    HOPS = args.hops
     if args.cpu is not None:
         cpu_check(args.cpu)
         return
@@ -191,7 +251,8 @@ def main() -> None:
         a_prep = bench.prepared(32)
         b_prep = prepare_b(bench.graph, a_prep)
         for _ in range(args.rounds):
-            for label, prep, render in (("A", a_prep, ORIGINAL), ("hop2", b_prep, patched_render)):
+            hop = f"hop{HOPS}"
+            for label, prep, render in (("A", a_prep, ORIGINAL), (hop, b_prep, patched_render)):
                 install(render)
                 bench._prepared[32] = prep
                 print(f"-- {label}", flush=True)

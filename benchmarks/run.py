@@ -76,9 +76,9 @@ def variant_set(which: str) -> list[VariantSpec]:
         out.append(VariantSpec.block(8))  # the whole BFS in one thread block
         # each warp's VSSs in registers (small graphs; big ones load most VSSs every level)
         out.append(VariantSpec(sigma=32, update="eager", queue="resident", switching=False))
-        # two levels a phase (graphs whose B = A + A^2 is small: time_variants skips the rest)
-        for s in (16, 32):
-            out.append(VariantSpec(sigma=s, update="eager", queue="vss", switching=False, hops=2))
+        # several levels a phase (graphs whose B = A + A^2 is small: time_variants skips the rest)
+        for k, s in ((2, 16), (2, 32), (3, 16), (3, 32)):
+            out.append(VariantSpec(sigma=s, update="eager", queue="vss", switching=False, hops=k))
         return out
     if which.startswith("{"):
         return [VariantSpec.from_json(which)]
@@ -163,7 +163,7 @@ def time_variants(b: Bench, specs: list[VariantSpec], eta: float, geometries: li
         if spec.launch == "block" and not block_fits(b.graph.n):
             print(f"  {spec.name:<44} skipped: its visited bitmap does not fit a block", flush=True)
             continue
-        if spec.hops == 2 and two_hop_arcs_bound(b.graph) > TWO_HOP_RATIO * b.graph.nnz:
+        if spec.hops > 1 and two_hop_arcs_bound(b.graph) > TWO_HOP_RATIO * b.graph.nnz:
             print(f"  {spec.name:<44} skipped: B = A + A^2 would be dense", flush=True)
             continue
         for geometry in geometries:

@@ -37,6 +37,7 @@ COVERING = [
     VariantSpec(sigma=16, update="eager", queue="resident", switching=False),
     VariantSpec(sigma=32, update="eager", queue="resident", switching=False, registers=128),
     VariantSpec(sigma=8, update="eager", queue="vss", switching=False, hops=2),
+    VariantSpec(sigma=16, update="eager", queue="vss", switching=False, hops=3),
 ]
 
 
@@ -44,8 +45,8 @@ def test_space_size_and_validity():
     # 80 BVSS variants on tensor cores (and per sigma the resident queue), 8 expanding on CUDA
     # cores (per sigma, with and without switching); per sigma, the block launch on one block
     # and on clusters of 2 to 16; the 12 eager persistent ones again with 128 registers; the
-    # eager vss persistent ones (with both register budgets) with two levels a phase
-    assert len(ALL) == len(set(ALL)) == 132
+    # eager vss persistent ones (with both register budgets) with two and three levels a phase
+    assert len(ALL) == len(set(ALL)) == 140
     for key, values in {
         "sigma": {4, 8, 16, 32},
         "update": {"eager", "lazy"},
@@ -56,20 +57,20 @@ def test_space_size_and_validity():
         "cluster": {1, 2, 4, 8, 16},
         "expand": {"mma", "csr"},
         "registers": {64, 128},
-        "hops": {1, 2},
+        "hops": {1, 2, 3},
     }.items():
         assert {getattr(s, key) for s in ALL} == values
         assert {getattr(s, key) for s in COVERING} == values
     assert all(not (s.update == "eager" and (s.dirty_sets or s.switching)) for s in ALL)
     # 4 BVSS, the resident queue, block, 4 clusters; the 3 eager persistent with 128 registers;
-    # the eager vss persistent with two levels a phase, at both register budgets
-    assert len(list(variants(sigma=8, update="eager"))) == 15
+    # the eager vss persistent with two and three levels a phase, at both register budgets
+    assert len(list(variants(sigma=8, update="eager"))) == 17
     resident = [s for s in ALL if s.queue == "resident" and s.registers == 64]
     assert [s.name for s in resident] == [f"s{s}_eager_resident_pers" for s in (4, 8, 16, 32)]
     wide = [s for s in ALL if s.registers == 128]
-    assert {(s.update, s.launch) for s in wide} == {("eager", "persistent")} and len(wide) == 16
+    assert {(s.update, s.launch) for s in wide} == {("eager", "persistent")} and len(wide) == 20
     assert all(s.name == replace(s, registers=64, hops=1).name[:-5] + "_r128" +
-               ("_hop2" if s.hops == 2 else "") + "_pers" for s in wide)  # fmt: skip
+               (f"_hop{s.hops}" if s.hops > 1 else "") + "_pers" for s in wide)  # fmt: skip
     with pytest.raises(ValueError, match="sigma must be one of"):
         list(variants(sigma=7))  # a value no spec takes is an error, not an empty space
     block = list(variants(launch="block", cluster=1))

@@ -38,7 +38,7 @@ from blest.graph.core import Graph
 from blest.graph.ordering import rcm
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels, emulate_spec
-from blest.runtime.device import out_csr
+from blest.runtime.device import mask_words, out_csr
 
 pytestmark = pytest.mark.skipif(not have_compiler(), reason="needs g++")
 
@@ -111,13 +111,10 @@ def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float,
     and control block in its row of ``serve_out`` and ``serve_ctl``; ``modes``: each call's
     destination (tests/cuda_cpu.py, ``_poster``: 1 host memory, 0 device memory, 2 none);
     ``names``: whether each call names the next call's row as the array to fill with -1s ahead
-    of it (``serve_next``); ``hops=2``: B's BVSS, each VSS's mask words then its near ones, and
-    the permutation even when it is the identity (as the engine gives them)."""
-    b, n = (prep.two_hop if spec.hops == 2 else prep.bvss), prep.n
-    masks = np.asarray(b.masks, dtype=np.uint32)
-    if spec.hops == 2:
-        near = np.asarray(b.near_masks, dtype=np.uint32)
-        masks = np.concatenate([masks.reshape(-1, 32), near.reshape(-1, 32)], axis=1).reshape(-1)
+    of it (``serve_next``); ``hops`` > 1: B's BVSS, each VSS's mask words then its near ones,
+    and the permutation even when it is the identity (as the engine gives them)."""
+    b, n = (prep.hops_bvss(spec.hops) if spec.hops > 1 else prep.bvss), prep.n
+    masks = np.asarray(mask_words(np, b), dtype=np.uint32)
     words = (n + 31) // 32
     arrays = {
         "row_ids": np.asarray(b.row_ids, dtype=np.int32),
@@ -152,7 +149,7 @@ def _run_traversal(exe, spec: VariantSpec, prep: Prepared, src: int, eta: float,
         arrays["ctl"][CTL["seed"]] = src
         arrays["ctl_out"] = np.full(CTL_WORDS, 99, dtype=np.uint32)
     perm = prep.permutation
-    if perm is not None and (not perm.is_identity or spec.hops == 2):  # levels stay internal
+    if perm is not None and (not perm.is_identity or spec.hops > 1):  # levels stay internal
         arrays["old_of_new"] = np.asarray(perm.old_of_new, dtype=np.int32)
         arrays["new_of_old"] = np.asarray(perm.new_of_old, dtype=np.int32)
     if spec.switching:

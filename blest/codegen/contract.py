@@ -64,7 +64,7 @@ class CtlField:
 
 
 #: Words of the control block.
-CTL_WORDS = 42
+CTL_WORDS = 44
 
 CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("QSIZE", 0, 4, "[QUEUE_BUFFERS] |Q_L| at index L % QUEUE_BUFFERS"),
@@ -80,7 +80,7 @@ CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("DONE", 12, 1, "per-level launch: set once the traversal has ended"),
     CtlField("LEVELS_RUN", 13, 1, "levels expanded (the L at which the traversal stopped)"),
     CtlField("ERROR", 14, 1, "nonzero: a grid barrier timed out (the traversal is void)"),
-    CtlField("NEAR_DEPTH", 15, 1, "hops=2: the largest odd level (2L + 1 of a phase) assigned"),
+    CtlField("NEAR_DEPTH", 15, 1, "hops > 1: the largest level KL + 1 (a phase's first) assigned"),
     CtlField("RESUME", 16, 1, "small-frontier mode: the level at which block 0 handed back"),
     CtlField("PROGRESS", 17, 1, "levels block 0 ran alone (keeps the barrier watchdog quiet)"),
     CtlField("NEXT_BATCH", 18, 1, "multi-source block form: batches taken so far in this launch"),
@@ -100,8 +100,14 @@ CTL_FIELDS: tuple[CtlField, ...] = (
     CtlField("DST", 34, 2, "captured calls: where the levels go (a device address; 0: stay)"),
     CtlField("BARRIER_COUNT", 36, 2, "grid barrier: 64-bit monotonic arrival count"),
     CtlField("NEXT", 38, 2, "served calls: the array the host named for its next call (0: none)"),
-    CtlField("CALL", 40, 1, "served calls: the call's number (0: the server ends)"),
-    CtlField("CALL_HOST", 41, 1, "served calls: nonzero when the levels go to host memory"),
+    CtlField(
+        "DEEP",
+        40,
+        2,
+        "hops = 3: [2] at 40 + L % 2, phase L's net count of vertices at level 3L + 2",
+    ),
+    CtlField("CALL", 42, 1, "served calls: the call's number (0: the server ends)"),
+    CtlField("CALL_HOST", 43, 1, "served calls: nonzero when the levels go to host memory"),
 )
 #: First word and length of the call slot {SEED, DST, BARRIER_COUNT}: one copy of 24 bytes
 #: sets a captured call's seed and destination and zeroes the grid barrier's count.
@@ -216,11 +222,11 @@ def claims_form(spec: VariantSpec, reordered: bool) -> str | None:
     their finalization, and the one-block launch, which claims in shared memory. A kernel
     rendered without a form holds both and picks one at run time (``claims_by_level``,
     level_state.cu.j2); compiling only one made delaunay-20 1.5% faster (benchmarks/NOTES.md,
-    session 31). ``hops=2`` always claims by level (an ``atomicMin``), and its engine gives
+    session 31). ``hops`` > 1 always claims by level (an ``atomicMin``), and its engine gives
     the kernels a permutation even for a graph in its own ids, so that init sets every level."""
     if spec.update != "eager" or spec.launch == "block":
         return None
-    if spec.hops == 2:  # atomicMin on levels that init set to -1: the engine passes new_of_old
+    if spec.hops > 1:  # atomicMin on levels that init set to -1: the engine passes new_of_old
         return "level"
     return "level" if reordered else "visited"
 

@@ -37,12 +37,13 @@ Axes (docs/variants.md):
   keeps its VSSs in registers, and at 64 it spills; 128 took 4% off twitch_FR and
   musae_facebook at 512 threads (benchmarks/NOTES.md, session 20).
 
-* ``hops`` - eager vss persistent only: BFS levels a phase between two grid barriers, 1 or 2.
-  With 2 the kernel expands F_L over the BVSS of B = A + A^2 (a slice per row one or two arcs
-  from the set's columns, with a second, "near" mask of the row's arcs in A) and offers each
-  reached row the level L + 1 (a near hit) or L + 2 with an ``atomicMin``: the vertices lowered
-  to L + 2 are the next phase's frontier (docs/algorithm.md, "Two levels a phase"). For graphs
-  of few arcs a vertex and many levels (meshes, roads), where A^2 stays small.
+* ``hops`` - eager vss persistent only: BFS levels a phase between two grid barriers, 1, 2 or
+  3. With K > 1 the kernel expands F_L over the BVSS of B = A + ... + A^K (a slice per row one
+  to K arcs from the set's columns, with K - 1 "near" masks: the columns at most 1, ..., K - 1
+  arcs away) and offers each reached row the level L + d, d the smallest distance its masks
+  show, with an ``atomicMin``: the vertices lowered to L + K are the next phase's frontier
+  (docs/algorithm.md, "Several levels a phase"). For graphs of few arcs a vertex and many
+  levels (meshes, roads), where B stays small.
 
 Block size and blocks per SM are runtime choices, not spec fields. Later families (multi-source
 with kappa, the CUDA-core kernels) extend this class with fields whose defaults keep old JSON valid.
@@ -72,7 +73,7 @@ _CHOICES: dict[str, tuple] = {
     "cluster": (1, 2, 4, 8, 16),
     "expand": ("mma", "csr"),
     "registers": (64, 128),
-    "hops": (1, 2),
+    "hops": (1, 2, 3),
 }
 
 #: The one combination of the other axes that ``launch="block"`` takes (it reads no BVSS).

@@ -1,13 +1,15 @@
-"""Two levels a phase: the BVSS of B = A + A^2 with each slice's "near" mask (``hops=2``).
+"""Several levels a phase: the BVSS of B = A + A^2 (+ A^3) with each slice's "near" masks
+(``hops=2`` and ``hops=3``).
 
-A vertex at BFS level L + 1 has an in-neighbour at level L; one at level L + 2 is two arcs from
-a vertex at level L, and every vertex one or two arcs from level L is at level L + 2 at most. So
-the ``hops=2`` kernels expand F_L over the slices of B, whose row i has a nonzero in column j
-when j -> i or j -> k -> i (i != j), and offer a reached row L + 1 when one of its arcs from F_L
-is an arc of A, L + 2 otherwise (docs/algorithm.md, "Two levels a phase").
+A vertex at BFS level L + d has a path of d arcs from level L and none shorter from any level
+up to L. So the ``hops=K`` kernels expand F_L over the slices of B = A + ... + A^K, whose row i
+has a nonzero in column j when i is one to K arcs from j (i != j), and offer a reached row
+L + d, d the fewest arcs from F_L that its slice's masks show: the near mask of distance d holds
+the bits of the columns at most d arcs away (docs/algorithm.md, "Several levels a phase").
 
-B's BVSS has the layout of any BVSS (:mod:`blest.graph.bvss`), plus ``near_masks``: beside each
-lane's mask word, the bits of its slices that are arcs of A (a subset of the mask's bits).
+B's BVSS has the layout of any BVSS (:mod:`blest.graph.bvss`), plus ``near_masks``, K - 1 rows:
+row d - 1 holds, beside each lane's mask word, the bits of its slices that are arcs of
+A + ... + A^d (subsets of the mask's bits, each of the next).
 
 Affordable where vertices have few arcs: B has sum over k of indeg(k) * outdeg(k) arcs at most
 (:func:`two_hop_arcs_bound`); a mesh or a road network has a few times A's arcs, a power-law
@@ -24,10 +26,18 @@ import scipy.sparse as sp
 from blest.graph.bvss import BVSS, build_bvss
 from blest.graph.core import Graph
 
-__all__ = ["two_hop_graph", "two_hop_bvss", "near_masks", "two_hop_arcs_bound", "TWO_HOP_RATIO"]
+__all__ = [
+    "reach_matrices",
+    "hop_graph",
+    "hops_bvss",
+    "near_masks",
+    "two_hop_arcs_bound",
+    "TWO_HOP_RATIO",
+]
 
-#: The tuner and the engine take ``hops=2`` only where :func:`two_hop_arcs_bound` is at most
-#: this many times the graph's arcs (delaunay-20: 6.0; luxembourg_osm: 2.4; kron-21: above 500).
+#: The tuner takes ``hops`` > 1 only where :func:`two_hop_arcs_bound` is at most this many times
+#: the graph's arcs (delaunay-20: 6.0; luxembourg_osm: 2.4; kron-21: above 500). B of three hops
+#: then stays within a few times A too (delaunay-20: 6.6x, luxembourg_osm: 3.5x).
 TWO_HOP_RATIO = 8.0
 
 
@@ -37,26 +47,41 @@ def two_hop_arcs_bound(graph: Graph) -> int:
     return int(graph.nnz + inner)
 
 
-def two_hop_graph(in_ptr: Any, in_idx: Any, n: int) -> Graph:
-    """The graph of B = A + A^2 without loops, from A's in-adjacency (CSR of A: row i lists
-    the j with j -> i); directed, whatever A's directedness (B of an undirected graph is
-    symmetric, but only the BVSS reads it)."""
+def reach_matrices(in_ptr: Any, in_idx: Any, n: int, hops: int) -> list[sp.csr_matrix]:
+    """CSR matrices of A + ... + A^d for d = 1 .. ``hops`` without their diagonals (row i: the j
+    from which i is one to d arcs away), from A's in-adjacency (CSR of A: row i lists the j with
+    j -> i)."""
     ptr, idx = np.asarray(in_ptr, dtype=np.int64), np.asarray(in_idx, dtype=np.int32)
     a = sp.csr_matrix((np.ones(idx.size, dtype=np.int32), idx, ptr), shape=(n, n))
-    b = a @ a + a
-    b.setdiag(0)
-    b.eliminate_zeros()
-    b.sort_indices()
-    b_out = b.T.tocsr()  # out-lists: the BVSS reads CSC(B)
-    b_out.sort_indices()
+    out = [a]
+    for _ in range(hops - 1):
+        nxt = out[-1] @ a + a
+        nxt.data[:] = 1
+        out.append(nxt)
+    for m in out:
+        m.setdiag(0)
+        m.eliminate_zeros()
+        m.sort_indices()
+    return out
+
+
+def _graph_of(m: sp.csr_matrix, n: int) -> Graph:
+    """The directed graph whose in-adjacency is ``m`` (only the BVSS reads it: out-lists)."""
+    out = m.T.tocsr()
+    out.sort_indices()
     return Graph.from_csr(
-        b_out.indptr.astype(np.int64),
-        b_out.indices.astype(np.int32),
+        out.indptr.astype(np.int64),
+        out.indices.astype(np.int32),
         n,
         directed=True,
-        in_ptr=b.indptr.astype(np.int64),
-        in_idx=b.indices.astype(np.int32),
+        in_ptr=m.indptr.astype(np.int64),
+        in_idx=m.indices.astype(np.int32),
     )
+
+
+def hop_graph(in_ptr: Any, in_idx: Any, n: int, hops: int = 2) -> Graph:
+    """The graph of B = A + ... + A^hops without loops (directed, whatever A's directedness)."""
+    return _graph_of(reach_matrices(in_ptr, in_idx, n, hops)[-1], n)
 
 
 def near_masks(in_ptr: Any, in_idx: Any, b: BVSS) -> np.ndarray:
@@ -90,12 +115,17 @@ def near_masks(in_ptr: Any, in_idx: Any, b: BVSS) -> np.ndarray:
     return near_words
 
 
-def two_hop_bvss(in_ptr: Any, in_idx: Any, n: int, sigma: int, *, xp: Any = None) -> BVSS:
-    """B's BVSS at ``sigma`` with its ``near_masks`` (NumPy arrays, or CuPy with ``xp=cupy``,
-    which builds the BVSS on the GPU; B and the near masks are computed on the CPU)."""
+def hops_bvss(
+    in_ptr: Any, in_idx: Any, n: int, sigma: int, hops: int = 2, *, xp: Any = None
+) -> BVSS:
+    """B's BVSS at ``sigma`` with its ``near_masks`` (``hops`` - 1 rows; NumPy arrays, or CuPy
+    with ``xp=cupy``, which builds the BVSS on the GPU; B and the near masks are computed on the
+    CPU)."""
     ptr, idx = _host(in_ptr), _host(in_idx)
-    b = build_bvss(two_hop_graph(ptr, idx, n), sigma, xp=xp)
-    near = near_masks(ptr, idx, b.to_numpy())
+    reach = reach_matrices(ptr, idx, n, hops)
+    b = build_bvss(_graph_of(reach[-1], n), sigma, xp=xp)
+    host = b.to_numpy()
+    near = np.stack([near_masks(m.indptr, m.indices, host) for m in reach[:-1]])
     if xp is not None and xp is not np:
         near = xp.asarray(near)
     return BVSS(sigma, n, b.nnz, b.row_ids, b.masks, b.real_ptrs, b.virtual_to_real,

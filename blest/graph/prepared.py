@@ -8,7 +8,6 @@ exactly these arrays.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,15 +84,18 @@ class Prepared:
             raise ArgumentError("the given bvss does not match this graph and sigma")
         return cls(graph, perm.name, perm, internal.in_ptr, internal.in_idx, bvss)
 
-    @functools.cached_property
-    def two_hop(self) -> BVSS:
-        """The BVSS of B = A + A^2 at this sigma, with its near masks, for the ``hops=2``
-        variants (:mod:`blest.graph.hops`): built on first use, on the CPU, then kept (its
-        arrays live where this preparation's BVSS does)."""
-        from blest.graph.hops import two_hop_bvss
+    def hops_bvss(self, hops: int) -> BVSS:
+        """The BVSS of B = A + ... + A^hops at this sigma, with its near masks, for the
+        ``hops`` > 1 variants (:mod:`blest.graph.hops`): built on first use (B on the CPU, the
+        BVSS where this preparation's is), then kept."""
+        from blest.graph.hops import hops_bvss
 
-        xp = None if isinstance(self.bvss.row_ids, np.ndarray) else _module_of(self.bvss.row_ids)
-        return two_hop_bvss(self.in_ptr, self.in_idx, self.n, self.sigma, xp=xp)
+        cache = self.__dict__.setdefault("_hops_bvss", {})
+        if hops not in cache:
+            host = isinstance(self.bvss.row_ids, np.ndarray)
+            xp = None if host else _module_of(self.bvss.row_ids)
+            cache[hops] = hops_bvss(self.in_ptr, self.in_idx, self.n, self.sigma, hops, xp=xp)
+        return cache[hops]
 
     def host(self) -> Prepared:
         """The same preparation with NumPy arrays only."""

@@ -43,12 +43,13 @@ def device_buffers(cp: Any, **arrays: Any) -> dict[str, Any]:
 
 
 def mask_words(xp: Any, bvss: Any) -> Any:
-    """The mask words the kernels read: the BVSS's, or for B's BVSS (``hops=2``, with near
-    masks) each VSS's 32 mask words followed by its 32 near ones (topdown.cu.j2)."""
+    """The mask words the kernels read: the BVSS's, or for B's BVSS (``hops`` > 1, with near
+    masks) each VSS's 32 mask words followed by 32 words of each near mask (topdown.cu.j2)."""
     if bvss.near_masks is None:
         return bvss.masks
-    pair = (xp.asarray(bvss.masks).reshape(-1, 32), xp.asarray(bvss.near_masks).reshape(-1, 32))
-    return xp.concatenate(pair, axis=1).reshape(-1)
+    near = xp.atleast_2d(xp.asarray(bvss.near_masks))  # hops - 1 rows
+    parts = [xp.asarray(bvss.masks).reshape(-1, 32)] + [row.reshape(-1, 32) for row in near]
+    return xp.concatenate(parts, axis=1).reshape(-1)
 
 
 def device_in_csr(cp: Any, prep: Any) -> tuple[Any, Any]:

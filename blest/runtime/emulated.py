@@ -20,7 +20,7 @@ from blest.errors import GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, sums_from_levels
 from blest.reference.emulator import emulate_parents, emulate_spec
-from blest.reference.two_hop import emulate_two_hop
+from blest.reference.hops import emulate_hops
 from blest.runtime.base import EngineBase
 from blest.runtime.multi import Progress
 
@@ -62,9 +62,9 @@ class EmulatedEngine(EngineBase):
         user, internal = self._seeds(src)
         limit = self._depth_limit(depth_limit)
         t0 = time.perf_counter()
-        if self.spec.hops == 2:  # two levels a phase over B's BVSS (blest.reference.two_hop)
-            internal_levels = emulate_two_hop(
-                self.prepared.two_hop, internal, None if limit < 0 else limit
+        if self.spec.hops > 1:  # several levels a phase over B's BVSS (blest.reference.hops)
+            internal_levels = emulate_hops(
+                self.prepared.hops_bvss(self.spec.hops), internal, None if limit < 0 else limit
             )
             levels = internal_levels[self._new_of_old]
             par = self._user_parents(internal_levels) if parents else None

@@ -196,7 +196,7 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
     def _bvss_buffers(self, prep: Prepared) -> tuple[dict[str, Any], dict[str, Any]]:
         """(graph arrays, traversal state) of the BVSS variants."""
         cp, spec, n = self._cp, self.spec, self.n
-        b = prep.two_hop if spec.hops == 2 else prep.bvss  # hops=2: B = A + A^2's
+        b = prep.hops_bvss(spec.hops) if spec.hops > 1 else prep.bvss  # B = A + .. + A^K
         arrays = device_buffers(cp, row_ids=b.row_ids, masks=mask_words(cp, b),
                                 real_ptrs=b.real_ptrs,
                                 virtual_to_real=b.virtual_to_real)  # fmt: skip
@@ -208,7 +208,7 @@ class Engine(ServedCalls, BlockLaunch, CallCapture, GPUManySources, EngineProbes
         if spec.expand == "csr":
             csr, self._max_hubs = csr_arrays(cp, prep, self._in_csr, self._n_words)
             arrays.update(csr)
-        # hops=2 claims by level on every graph: one in its own ids gets the identity here.
+        # hops > 1 claims by level on every graph: one in its own ids gets the identity here.
         identity, perm = not self._by_level_ids(), self.permutation
         for way in ("old_of_new", "new_of_old"):  # the deliver pass gathers by new_of_old
             arrays[way] = np.uint64(0) if identity else cp.asarray(getattr(perm, way), cp.int32)

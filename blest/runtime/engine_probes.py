@@ -32,8 +32,8 @@ class EngineProbes:
 
     def _by_level_ids(self) -> bool:
         """Whether the kernels get new_of_old and claim by level: a reordered graph, or any
-        graph under ``hops=2`` (whose engine gives the identity; contract.claims_form)."""
-        return not self.permutation.is_identity or self.spec.hops == 2
+        graph under ``hops`` > 1 (whose engine gives the identity; contract.claims_form)."""
+        return not self.permutation.is_identity or self.spec.hops > 1
 
     @property
     def stats(self) -> BFSStats:
@@ -109,9 +109,10 @@ class EngineProbes:
         shared memory: :class:`EngineError`."""
         if self.spec.launch == "block":
             raise EngineError("launch='block' keeps its traversal state in shared memory")
-        if self.spec.hops == 2:
+        if self.spec.hops > 1:
             raise EngineError(
-                "hops=2 runs two levels a phase, and its frontier may hold stale bits "
+                f"hops={self.spec.hops} runs several levels a phase, and its frontier may hold "
+                "stale bits "
                 "(docs/algorithm.md): it has no per-level state to show"
             )
         level = self.stats.levels_run

@@ -11,20 +11,21 @@ __all__ = ["estimate_bytes", "resident_bytes", "resident_from_sizes"]
 
 def estimate_bytes(g: Graph, spec: VariantSpec) -> int:
     """GPU bytes to build the BVSS of ``g`` on the device and keep the engine's buffers
-    (``hops=2``: B's BVSS beside A's, sized from :func:`~blest.graph.hops.two_hop_arcs_bound`)."""
+    (``hops`` > 1: B's BVSS beside A's, sized as hops x
+    :func:`~blest.graph.hops.two_hop_arcs_bound`, a rough bound)."""
     build = 5 * 8 * g.nnz  # sort keys and segment arrays while building the BVSS
     extra = 0
-    if spec.hops == 2:
+    if spec.hops > 1:
         from blest.graph.hops import two_hop_arcs_bound
 
-        extra = resident_from_sizes(g.n, two_hop_arcs_bound(g), spec)
+        extra = resident_from_sizes(g.n, (spec.hops - 1) * two_hop_arcs_bound(g), spec)
     return build + resident_from_sizes(g.n, g.nnz, spec) + extra
 
 
 def resident_bytes(prep: Prepared, spec: VariantSpec) -> int:
-    """GPU bytes an engine keeps for ``prep``: its graph arrays and traversal state (``hops=2``:
+    """GPU bytes an engine keeps for ``prep``: its graph arrays and traversal state (``hops`` > 1:
     B's BVSS, which it builds here if it was not built yet)."""
-    nnz = prep.two_hop.nnz if spec.hops == 2 else prep.graph.nnz
+    nnz = prep.hops_bvss(spec.hops).nnz if spec.hops > 1 else prep.graph.nnz
     return resident_from_sizes(prep.n, nnz, spec)
 
 
@@ -37,5 +38,5 @@ def resident_from_sizes(n: int, nnz: int, spec: VariantSpec) -> int:
     # The hot buffers' alignment (hot_buffers.py): at most twice their n / 8 bytes a bitmap
     # (seven at most), plus the smallest alignment and the pitch of each.
     hot_slack = 2 * n + (1 << 18)
-    masks = 32 * spec.hops * slices // spec.tau  # hops=2: the near mask words too
+    masks = 32 * spec.hops * slices // spec.tau  # hops > 1: the near mask words too
     return 4 * (slices + masks) + 20 * n + 12 * nnz + csr + hot_slack

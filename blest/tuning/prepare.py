@@ -170,22 +170,23 @@ def upload_all(
     xp: Any,
     notes: list[str],
     progress: Callable[[str], None],
-    two_hop: dict[str, tuple[int, ...]] | None = None,
+    hops: dict[str, list[tuple[int, int]]] | None = None,
 ) -> None:
     """Every (ordering, sigma)'s BVSS and every ordering's in-CSR on the GPU before the search,
     so that the budget times candidates instead of building what they share (on urand-22, 11
-    BVSS builds of 0.36 s took 4 of the screen's 10 s at budget 20); ``two_hop``: the sigmas,
-    by ordering, whose B = A + A^2 (``hops=2``) is built too (delaunay-20: ~2 s each, which cost
-    a budget-20 search its confirmation). Where the GPU runs out of memory, the rest is left to
+    BVSS builds of 0.36 s took 4 of the screen's 10 s at budget 20); ``hops``: the (hops, sigma)
+    pairs, by ordering, whose B = A + ... + A^hops is built too (delaunay-20: ~2 s each, which
+    cost a budget-20 search its confirmation). Where the GPU runs out of memory, the rest is left to
     the search, which builds on demand and records candidates that cannot run."""
     for name, prep in preps.items():
         for sigma in sigmas:
             progress(f"BVSS {name} sigma={sigma}")
             try:
                 prepared = prep.prepared(sigma, xp=xp)
-                if sigma in (two_hop or {}).get(name, ()):
-                    progress(f"B = A + A^2 {name} sigma={sigma}")
-                    _ = prepared.two_hop
+                for k, at in (hops or {}).get(name, ()):
+                    if at == sigma:
+                        progress(f"B = A + .. + A^{k} {name} sigma={sigma}")
+                        prepared.hops_bvss(k)
             except (MemoryError, xp.cuda.memory.OutOfMemoryError) as exc:
                 notes.append(f"BVSS built on demand during the search ({_first_line(exc)})")
                 return

@@ -47,7 +47,7 @@ __all__ = [
     "block_specs",
     "block_fits",
     "coarse_candidates",
-    "TWO_HOP_SIGMAS",
+    "HOP_CANDIDATES",
     "eta_variants",
     "beta_variants",
     "alpha_variants",
@@ -177,16 +177,18 @@ class Candidate:
         )
 
 
-#: The sigmas at which the tuner screens two levels a phase (``hops=2``): on delaunay-20 (H100)
-#: sigma 16 and 32 took 1.04-1.05 ms, sigma 8 1.49 (benchmarks/NOTES.md, session 32), and B's
-#: BVSS is built for each one screened.
-TWO_HOP_SIGMAS = (16, 32)
+#: The (hops, sigma) pairs at which the tuner screens several levels a phase: on delaunay-20
+#: (H100) two levels at sigma 16 and 32 took 1.04-1.05 ms, at sigma 8 1.49; three at sigma 32
+#: 0.95 (benchmarks/NOTES.md, session 32). B's BVSS is built for each pair screened.
+HOP_CANDIDATES = ((2, 16), (2, 32), (3, 16), (3, 32))
 
 #: Within a sigma, one variant of each family comes before the rest of the coarse pass, so that
 #: a budget that ends the screen early has still tried each: lazy with switching on tensor cores
-#: (the paper's), eager (the fastest grid-wide launch on deep graphs such as delaunay-20), the
-#: CUDA-core top-down; two levels a phase (deep graphs of few arcs only: coarse_candidates);
-#: then the other lazy variants with switching, the other eager ones, the rest.
+#: (the paper's); several levels a phase, three before two (screened only on deep graphs of few
+#: arcs, where they win: coarse_candidates; a budget-20 screen of delaunay-20 that tried them
+#: fourth never reached three); eager (the fastest one-level grid launch on deep graphs), the
+#: CUDA-core top-down; then the other lazy variants with switching, the other eager ones, the
+#: rest.
 _FAMILIES: tuple[Callable[[VariantSpec], bool], ...] = (
     lambda s: (
         s.update == "lazy"
@@ -195,9 +197,9 @@ _FAMILIES: tuple[Callable[[VariantSpec], bool], ...] = (
         and s.queue == "vss"
         and not s.dirty_sets
     ),
-    lambda s: s.update == "eager" and s.queue == "vss" and s.hops == 1,
+    lambda s: s.hops > 1,
+    lambda s: s.update == "eager" and s.queue == "vss",
     lambda s: s.expand == "csr" and s.switching,
-    lambda s: s.hops == 2,
     lambda s: s.update == "lazy" and s.switching,
     lambda s: s.update == "eager",
 )
@@ -210,9 +212,9 @@ def family_of(spec: VariantSpec) -> int:
 
 
 def _priority(spec: VariantSpec) -> tuple:
-    """sigma 8 first (the paper's), then by family (:data:`_FAMILIES`), the larger register
-    budget (refinement only) last."""
-    return (spec.sigma != 8, spec.sigma, spec.registers, family_of(spec), spec.name)
+    """sigma 8 first (the paper's), then by family (:data:`_FAMILIES`; within several levels a
+    phase, more levels first), the larger register budget (refinement only) last."""
+    return (spec.sigma != 8, spec.sigma, spec.registers, family_of(spec), -spec.hops, spec.name)
 
 
 def persistent_specs(sigmas: Iterable[int] = SIGMAS) -> list[VariantSpec]:
@@ -243,7 +245,7 @@ def coarse_candidates(
     n: int | None = None,
     smem_limit: int = HOPPER_SMEM_LIMIT,
     clusters: bool = False,
-    two_hop: Collection[str] = (),
+    hops_orderings: Collection[str] = (),
 ) -> list[Candidate]:
     """The coarse pass, interleaved: one candidate of each (geometry, ordering, sigma) group in
     turn, each group most promising first, so that any prefix is a balanced sample. With the
@@ -251,21 +253,21 @@ def coarse_candidates(
     sizes when its bitmap fits in ``smem_limit`` bytes (:func:`block_fits`), and with
     ``clusters`` (a GPU that has them) its :data:`CLUSTER_GEOMETRIES` too; without ``n``, it
     is left out. The resident queue joins only graphs of at most :data:`RESIDENT_MAX_N`
-    vertices; the larger register budget only in refinement (:func:`register_variants`); two
-    levels a phase (``hops=2``) only in the orderings named in ``two_hop`` (the tuner names the
+    vertices; the larger register budget only in refinement (:func:`register_variants`);
+    several levels a phase (``hops`` > 1) only in ``hops_orderings`` (the tuner names the
     default one for a graph whose B = A + A^2 is small:
-    :func:`blest.graph.hops.two_hop_arcs_bound`), at :data:`TWO_HOP_SIGMAS`."""
+    :func:`blest.graph.hops.two_hop_arcs_bound`), at :data:`HOP_CANDIDATES`."""
     sigmas = tuple(sigmas)
     groups: dict[tuple, list[Candidate]] = {}
     resident = n is not None and n <= RESIDENT_MAX_N
     for spec in persistent_specs(sigmas):
         if (spec.queue == "resident" and not resident) or spec.registers != 64:
             continue
-        if spec.hops == 2 and spec.sigma not in TWO_HOP_SIGMAS:
+        if spec.hops > 1 and (spec.hops, spec.sigma) not in HOP_CANDIDATES:
             continue
         for block, bps in GEOMETRIES:
             for ordering in orderings:
-                if spec.hops == 2 and ordering not in two_hop:
+                if spec.hops > 1 and ordering not in hops_orderings:
                     continue
                 eta = COARSE_ETA if spec.switching else None
                 c = Candidate(ordering, spec, eta, block, bps)

@@ -51,7 +51,7 @@ from blest.tuning.publish import write_tuned
 from blest.tuning.search import Search, Timed, measure, relative
 from blest.tuning.space import (
     CLUSTER_GEOMETRIES,
-    TWO_HOP_SIGMAS,
+    HOP_CANDIDATES,
     Candidate,
     block_fits,
     block_specs,
@@ -341,11 +341,12 @@ def _tune_gpu(
     try:
         progress(f"BVSS sigma={DEFAULT_SIGMA} and U_div")
         u8 = u_div(preps[default].bvss(DEFAULT_SIGMA, xp=cupy))
-        # Two levels a phase: for graphs whose B = A + A^2 is small, in the default ordering
-        # at TWO_HOP_SIGMAS, B built with the BVSSs (outside the budget).
-        two_hop = (default,) if two_hop_arcs_bound(graph) <= TWO_HOP_RATIO * graph.nnz else ()
-        hop_sigmas = tuple(s for s in sigmas if s in TWO_HOP_SIGMAS) if two_hop else ()
-        specs = [s for s in persistent_specs(sigmas) if s.hops == 1 or s.sigma in hop_sigmas]
+        # Several levels a phase: for graphs whose B = A + A^2 is small, in the default
+        # ordering at HOP_CANDIDATES, B built with the BVSSs (outside the budget).
+        small = two_hop_arcs_bound(graph) <= TWO_HOP_RATIO * graph.nnz
+        hops_orderings = (default,) if small else ()
+        hops = [(k, s) for k, s in HOP_CANDIDATES if s in sigmas] if small else []
+        specs = [s for s in persistent_specs(sigmas) if s.hops == 1 or (s.hops, s.sigma) in hops]
         specs += [paper_spec(u8, False), paper_spec(u8, True)]
         specs += block_specs(sigmas) if block_fits(graph.n, smem_limit) else []
         clusters = arch_number(arch) >= CLUSTER_COMPUTE_CAPABILITY
@@ -354,7 +355,7 @@ def _tune_gpu(
                 specs += block_specs(sigmas, (cluster,))
         reordered = sorted({not p.permutation.is_identity for p in preps.values()})
         compiled, compile_s = _compile_check(specs, arch, notes, progress, reordered)
-        upload_all(preps, sigmas, cupy, notes, progress, two_hop={default: hop_sigmas})
+        upload_all(preps, sigmas, cupy, notes, progress, hops={default: hops})
         paper = _paper_baseline(factory, default, u8, tuning, progress)
         search = Search(
             factory,
@@ -366,7 +367,7 @@ def _tune_gpu(
         )
         coarse = coarse_candidates(
             list(preps), sigmas, n=graph.n, smem_limit=smem_limit, clusters=clusters,
-            two_hop=two_hop,
+            hops_orderings=hops_orderings,
         )  # fmt: skip
         search.run(coarse, baseline=paper)
         searched_s = search.elapsed_s  # the budget's part; the checks and the report come after

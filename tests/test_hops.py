@@ -1,9 +1,9 @@
-"""Two levels a phase (``hops=2``): B = A + A^2's BVSS and near masks against a slot-by-slot
-construction, the phase emulator against SciPy, the spec axis, and the generated kernels on the
-CPU runner (tests/cuda_cpu.py) against SciPy: directed, undirected, disconnected, deep and
-power-law graphs, in their own ids and in RCM order, with small-queue levels, the one-launch
-call, the serving kernel and depth limits of both parities. The gpu-marked tests run the
-variants on the device (test_two_hop_gpu.py)."""
+"""Several levels a phase (``hops`` 2 and 3): B = A + ... + A^K's BVSS and near masks against a
+slot-by-slot construction, the phase emulator against SciPy, the spec axis, and the generated
+kernels on the CPU runner (tests/cuda_cpu.py) against SciPy: directed, undirected,
+disconnected, deep and power-law graphs, in their own ids and in RCM order, with small-queue
+levels, the one-launch call, the serving kernel and depth limits of every residue. The
+gpu-marked tests run the variants on the device (test_two_hop_gpu.py)."""
 
 from __future__ import annotations
 
@@ -27,11 +27,11 @@ from blest.codegen.contract import (
 from blest.codegen.render import kernel_names, render
 from blest.codegen.spec import VariantSpec, variants
 from blest.errors import ArgumentError
-from blest.graph.hops import TWO_HOP_RATIO, two_hop_arcs_bound, two_hop_bvss, two_hop_graph
+from blest.graph.hops import TWO_HOP_RATIO, hop_graph, hops_bvss, two_hop_arcs_bound
 from blest.graph.ordering import rcm
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
-from blest.reference.two_hop import emulate_two_hop
+from blest.reference.hops import emulate_hops
 
 
 def _limited(levels: np.ndarray, limit: int | None) -> np.ndarray:
@@ -45,7 +45,7 @@ def _adjacency(graph) -> sp.csr_matrix:
 
 
 def test_spec_axis():
-    """hops=2 only on the eager vss persistent kernels; named and written only when not 1."""
+    """hops > 1 only on the eager vss persistent kernels; named and written only when not 1."""
     spec = VariantSpec(sigma=32, update="eager", queue="vss", switching=False, hops=2)
     assert spec.name == "s32_eager_vss_hop2_pers"
     assert VariantSpec.from_json(spec.to_json()) == spec
@@ -54,76 +54,84 @@ def test_spec_axis():
         {"update": "lazy"},
         {"queue": "sweep", "switching": False, "update": "eager"},
         {"launch": "per_level", "update": "eager", "switching": False},
-        {"hops": 3},
+        {"hops": 4},
     ):
         args = {"sigma": 8, "update": "eager", "queue": "vss", "switching": False, "hops": 2}
         with pytest.raises(ArgumentError):
             VariantSpec(**{**args, **bad})
-    hop2 = [s for s in variants() if s.hops == 2]
-    assert {(s.sigma, s.registers) for s in hop2} == {(g, r) for g in (4, 8, 16, 32)
-                                                      for r in (64, 128)}  # fmt: skip
-    assert all(claims_form(s, reordered) == "level" for s in hop2 for reordered in (False, True))
+    multi = [s for s in variants() if s.hops > 1]
+    assert {(s.sigma, s.registers, s.hops) for s in multi} == {
+        (g, r, k) for g in (4, 8, 16, 32) for r in (64, 128) for k in (2, 3)
+    }
+    assert all(claims_form(s, reordered) == "level" for s in multi for reordered in (False, True))
 
 
+@pytest.mark.parametrize("hops", [2, 3])
 @pytest.mark.parametrize("sigma", [4, 8, 16, 32])
-def test_two_hop_bvss_slot_by_slot(rng, sigma):
-    """Every slot of B's BVSS holds row r of set s: its mask bits are the columns of s one or
-    two arcs from r, its near bits those one arc from r (A), and nothing else; padding slots
-    have neither. B holds every arc of A and of A^2 but loops."""
-    for name, graph in small_zoo(rng, 200).items():
+def test_hops_bvss_slot_by_slot(rng, sigma, hops):
+    """Every slot of B's BVSS holds row r of set s: its mask bits are the columns of s one to
+    ``hops`` arcs from r, its near mask d's bits those at most d arcs away, and nothing else;
+    padding slots have neither. B holds every arc of A + ... + A^hops but loops."""
+    for name, graph in small_zoo(rng, 150).items():
         a = _adjacency(graph)
-        want = ((a + a @ a) > 0).toarray()
-        np.fill_diagonal(want, False)
-        near_want = (a > 0).toarray()
-        got = two_hop_graph(graph.in_ptr, graph.in_idx, graph.n)
-        np.testing.assert_array_equal(_adjacency(got).toarray() > 0, want, err_msg=name)
-        assert got.nnz <= two_hop_arcs_bound(graph), name
-        b = two_hop_bvss(graph.in_ptr, graph.in_idx, graph.n, sigma)
+        reach, power = [], sp.identity(graph.n, dtype=np.int64, format="csr")
+        for _ in range(hops):
+            power = power @ a
+            prev = reach[-1] if reach else np.zeros((graph.n,) * 2, dtype=bool)
+            reach.append(prev | (power.toarray() > 0))
+        for m in reach:
+            np.fill_diagonal(m, False)
+        got = hop_graph(graph.in_ptr, graph.in_idx, graph.n, hops)
+        np.testing.assert_array_equal(_adjacency(got).toarray() > 0, reach[-1], err_msg=name)
+        if hops == 2:
+            assert got.nnz <= two_hop_arcs_bound(graph), name
+        b = hops_bvss(graph.in_ptr, graph.in_idx, graph.n, sigma, hops)
+        assert np.asarray(b.near_masks).shape == (hops - 1, np.asarray(b.masks).size)
         rows = np.asarray(b.row_ids)
         sets = np.repeat(np.asarray(b.virtual_to_real), b.tau)
         slot = np.arange(rows.size) % b.theta
-        words = np.repeat(np.asarray(b.masks), b.theta)
-        near_words = np.repeat(np.asarray(b.near_masks), b.theta)
+        words = [np.repeat(np.asarray(w), b.theta) for w in (*b.near_masks, b.masks)]
         low = (1 << sigma) - 1
         for t in range(rows.size):
             cols = sets[t] * sigma + np.arange(sigma)
             ok = cols < graph.n
-            bits = (int(words[t]) >> (slot[t] * sigma)) & low
-            near = (int(near_words[t]) >> (slot[t] * sigma)) & low
-            if bits == 0:
-                assert near == 0, (name, t)
+            bits = [(int(w[t]) >> (slot[t] * sigma)) & low for w in words]
+            if bits[-1] == 0:
+                assert not any(bits), (name, t)
                 continue
-            mask_cols = [c for k, c in enumerate(cols) if (bits >> k) & 1]
-            near_cols = [c for k, c in enumerate(cols) if (near >> k) & 1]
-            assert mask_cols == [c for c in cols[ok] if want[rows[t], c]], (name, t)
-            assert near_cols == [c for c in cols[ok] if near_want[rows[t], c]], (name, t)
+            for d, word in enumerate(bits):
+                got_cols = [c for k, c in enumerate(cols) if (word >> k) & 1]
+                want_cols = [c for c in cols[ok] if reach[d][rows[t], c]]
+                assert got_cols == want_cols, (name, t, d + 1)
 
 
+@pytest.mark.parametrize("hops", [2, 3])
 @pytest.mark.parametrize("sigma", [4, 8, 32])
-def test_phase_emulator_matches_scipy(rng, sigma):
-    """The phases (offers 2L + 1 and 2L + 2, the smaller kept) give BFS levels, from one seed
-    and from several, with depth limits of both parities; a BVSS without its near masks, or with
-    every slot near, gives wrong levels somewhere."""
+def test_phase_emulator_matches_scipy(rng, sigma, hops):
+    """The phases (offers KL + d, the smallest kept) give BFS levels, from one seed and from
+    several, with depth limits of every residue; a BVSS without its near masks, or with every
+    slot near, gives wrong levels somewhere."""
     wrong = {"none near": 0, "all near": 0}
     for name, graph in small_zoo(rng, 400).items():
-        b = two_hop_bvss(graph.in_ptr, graph.in_idx, graph.n, sigma)
+        b = hops_bvss(graph.in_ptr, graph.in_idx, graph.n, sigma, hops)
         starts = np.flatnonzero(graph.out_degree > 0)
-        for limit in (None, 0, 1, 2, 3, 6):
+        for limit in (None, 0, 1, 2, 3, 4, 5, 7):
             src = int(rng.choice(starts))
             want = _limited(bfs_levels(graph, src), limit)
-            np.testing.assert_array_equal(emulate_two_hop(b, src, limit), want, f"{name} {limit}")
+            np.testing.assert_array_equal(emulate_hops(b, src, limit), want, f"{name} {limit}")
         seeds = rng.choice(starts, 3)
         want = bfs_levels(graph, seeds)
-        np.testing.assert_array_equal(emulate_two_hop(b, seeds), want, err_msg=name)
+        np.testing.assert_array_equal(emulate_hops(b, seeds), want, err_msg=name)
         src = int(starts[0])
-        for label, near in (("none near", np.zeros_like(b.masks)), ("all near", b.masks)):
+        none, full = np.zeros_like(b.near_masks), np.stack([b.masks] * (hops - 1))
+        for label, near in (("none near", none), ("all near", full)):
             bad = type(b)(b.sigma, b.n, b.nnz, b.row_ids, b.masks, b.real_ptrs,
                           b.virtual_to_real, b.real_slices, near)  # fmt: skip
-            wrong[label] += not np.array_equal(emulate_two_hop(bad, src), bfs_levels(graph, src))
+            wrong[label] += not np.array_equal(emulate_hops(bad, src), bfs_levels(graph, src))
     assert all(wrong.values()), wrong
 
 
-def test_two_hop_bound_gates_dense_graphs(rng):
+def test_hop_bound_gates_dense_graphs(rng):
     """The tuner's gate: a mesh-like graph's B stays within TWO_HOP_RATIO x its arcs, a graph
     with hubs does not."""
     zoo = small_zoo(rng, 3000)
@@ -137,6 +145,8 @@ def test_two_hop_bound_gates_dense_graphs(rng):
 SPECS = [
     VariantSpec(sigma=32, update="eager", queue="vss", switching=False, hops=2),
     VariantSpec(sigma=8, update="eager", queue="vss", switching=False, hops=2),
+    VariantSpec(sigma=32, update="eager", queue="vss", switching=False, hops=3),
+    VariantSpec(sigma=16, update="eager", queue="vss", switching=False, hops=3),
 ]
 
 
@@ -163,15 +173,16 @@ def programs(tmp_path_factory):
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_kernels_match_scipy(programs, rng, spec):
     """Init and traversal launches, the one-launch call and small-queue levels in block 0, on
-    graphs in their own ids and in RCM order, with depth limits of both parities: levels (the
-    buffers poisoned), the visited count and the depth against SciPy."""
+    graphs in their own ids and in RCM order, with depth limits of several residues: levels
+    (the buffers poisoned), the visited count and the depth against SciPy."""
     for reordered in (False, True):
         for name, graph in small_zoo(rng, 300).items():
             prep = Prepared.from_graph(graph, spec.sigma, rcm(graph) if reordered else None)
             order = np.asarray(prep.permutation.new_of_old)
             starts = np.flatnonzero(graph.out_degree > 0)
             for fused, small, limit in ((False, 0, -1), (True, 0, -1), (False, 16, -1),
-                                        (False, 0, 3), (False, 16, 4), (True, 0, 1)):  # fmt: skip
+                                        (False, 0, 3), (False, 16, 4), (True, 0, 1),
+                                        (False, 0, 5)):  # fmt: skip
                 src = int(rng.choice(starts))
                 want = _limited(bfs_levels(graph, src), None if limit < 0 else limit)
                 exe = programs[spec, "fused"] if fused else programs[spec]
@@ -204,19 +215,40 @@ def test_served_calls_match_scipy(programs, rng, spec):
             assert np.int32(ctl[CTL["depth"]]) == want.max(), (name, k)
 
 
-def test_tuner_space_takes_two_hops_only_when_asked():
-    """The coarse pass holds the hops=2 variants (64 registers; 128 in refinement) only in the
-    orderings named (``two_hop``: the tuner names the default one of a graph whose B is small)
-    and at TWO_HOP_SIGMAS; they have no per-level launch."""
-    from blest.tuning.space import coarse_candidates, per_level_variant, register_variants
+def test_tuner_space_takes_hops_only_when_asked():
+    """The coarse pass holds the hops > 1 variants (64 registers; 128 in refinement) only in the
+    orderings named (``hops_orderings``: the tuner names the default one of a graph whose B is
+    small) and at HOP_CANDIDATES; they have no per-level launch."""
+    from blest.tuning.space import (
+        HOP_CANDIDATES,
+        coarse_candidates,
+        per_level_variant,
+        register_variants,
+    )
 
-    without = coarse_candidates(["rcm", "natural"], (8, 16, 32), n=10**6)
-    with_ = coarse_candidates(["rcm", "natural"], (8, 16, 32), n=10**6, two_hop=("rcm",))
-    assert not any(c.spec.hops == 2 for c in without)
-    extra = [c for c in with_ if c.spec.hops == 2]
-    assert {c.spec.name for c in extra} == {"s16_eager_vss_hop2_pers", "s32_eager_vss_hop2_pers"}
+    orderings, sigmas = ["rcm", "natural"], (8, 16, 32)
+    without = coarse_candidates(orderings, sigmas, n=10**6)
+    with_ = coarse_candidates(orderings, sigmas, n=10**6, hops_orderings=("rcm",))
+    assert not any(c.spec.hops > 1 for c in without)
+    extra = [c for c in with_ if c.spec.hops > 1]
+    assert {(c.spec.hops, c.spec.sigma) for c in extra} == set(HOP_CANDIDATES)
+    assert all(c.spec.registers == 64 for c in extra)
     assert {c.ordering for c in extra} == {"rcm"}
     assert sorted(c.label for c in with_ if c.spec.hops == 1) == sorted(c.label for c in without)
     assert all(per_level_variant(c) is None for c in extra)
-    assert all(r.spec.hops == 2 and r.spec.registers == 128
+    assert all(r.spec.hops == c.spec.hops and r.spec.registers == 128
                for c in extra for r in register_variants(c))  # fmt: skip
+
+
+@pytest.mark.parametrize("hops", [2, 3])
+def test_graph_without_arcs(hops):
+    """A graph without arcs has a B without VSSs: the kernels' mask words are empty and every
+    vertex but the seed is unreached (a GPU engine failed here once, reshaping no words)."""
+    from blest.graph.core import Graph
+    from blest.runtime.device import mask_words
+
+    none = np.array([], dtype=np.int64)
+    graph = Graph.from_arcs(none, none, 5, directed=True)
+    b = hops_bvss(graph.in_ptr, graph.in_idx, graph.n, 8, hops)
+    assert np.asarray(b.near_masks).shape == (hops - 1, 0) and mask_words(np, b).size == 0
+    np.testing.assert_array_equal(emulate_hops(b, 2), [-1, -1, 0, -1, -1])

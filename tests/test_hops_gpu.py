@@ -1,4 +1,4 @@
-"""Two levels a phase (``hops=2``) on the GPU, beyond test_gpu_engine.py's levels of every
+"""Several levels a phase (``hops`` 2, 3) on the GPU, beyond test_gpu_engine.py's levels of every
 variant on the zoo in its own ids: RCM-ordered graphs (directed, deep, power-law,
 disconnected), depth limits of both parities, several seeds, parents, and levels
 against the phase emulator and SciPy (test_serve_gpu.py serves every persistent variant, these
@@ -15,15 +15,16 @@ from blest.errors import EngineError
 from blest.graph.ordering import rcm
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
-from blest.reference.two_hop import emulate_two_hop
+from blest.reference.hops import emulate_hops
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
 POISON = np.int32(0x5A5A5A5A)
 SPECS = [
-    VariantSpec(sigma=s, update="eager", queue="vss", switching=False, hops=2, registers=r)
-    for s, r in ((32, 64), (16, 64), (8, 64), (4, 64), (32, 128))
-]
+    VariantSpec(sigma=s, update="eager", queue="vss", switching=False, hops=k, registers=r)
+    for s, r, k in ((32, 64, 2), (16, 64, 2), (8, 64, 2), (4, 64, 2), (32, 128, 2),
+                    (32, 64, 3), (16, 64, 3), (8, 64, 3), (16, 128, 3))
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def test_reordered_levels_limits_seeds_and_parents(zoo, spec):
         with Engine(prep, spec, small_queue=small) as eng:
             for i, src in enumerate(sources(rng, graph, 4)):
                 eng.timing = i % 2 == 0  # untimed: init, traversal, deliver in one kernel
-                limit = [None, 1, 2, 5][i]
+                limit = [None, 1, 2, 5][i] if i < 4 else None
                 want = _limited(bfs_levels(graph, src), limit)
                 out = np.full(graph.n, POISON, dtype=np.int32)
                 got = eng.bfs(src, out=out, depth_limit=limit)
@@ -66,9 +67,9 @@ def test_reordered_levels_limits_seeds_and_parents(zoo, spec):
             for v, u in zip(child[:50], p[:50], strict=True):  # u -> v is an arc
                 assert v in graph.out_idx[a[u] : a[u + 1]], (name, u, v)
             internal = int(np.asarray(prep.permutation.new_of_old)[seeds[0]])
-            emulated = emulate_two_hop(prep.two_hop, internal)
+            emulated = emulate_hops(prep.hops_bvss(spec.hops), internal)
             np.testing.assert_array_equal(
                 emulated[np.asarray(prep.permutation.new_of_old)], bfs_levels(graph, seeds[0])
             )
-            with pytest.raises(EngineError, match="hops=2"):
+            with pytest.raises(EngineError, match=f"hops={spec.hops}"):
                 eng.debug_state()
