@@ -236,6 +236,9 @@ def test_tuner_space_takes_hops_only_when_asked():
     assert {c.ordering for c in extra} == {"rcm"}
     assert sorted(c.label for c in with_ if c.spec.hops == 1) == sorted(c.label for c in without)
     assert all(per_level_variant(c) is None for c in extra)
+    first_row = with_[: len({(c.block_size, c.blocks_per_sm, c.ordering, c.spec.sigma)
+                            for c in with_})]  # fmt: skip
+    assert {(c.spec.hops, c.spec.sigma) for c in first_row if c.spec.hops > 1} == {(3, 16), (3, 32)}
     assert all(r.spec.hops == c.spec.hops and r.spec.registers == 128
                for c in extra for r in register_variants(c))  # fmt: skip
 

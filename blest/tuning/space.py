@@ -256,7 +256,9 @@ def coarse_candidates(
     vertices; the larger register budget only in refinement (:func:`register_variants`);
     several levels a phase (``hops`` > 1) only in ``hops_orderings`` (the tuner names the
     default one for a graph whose B = A + A^2 is small:
-    :func:`blest.graph.hops.two_hop_arcs_bound`), at :data:`HOP_CANDIDATES`."""
+    :func:`blest.graph.hops.two_hop_arcs_bound`), at :data:`HOP_CANDIDATES`, and first in
+    their groups (a budget-20 screen of delaunay-20 reached the second of the groups' rows only
+    at sigma 4 and 8: the block launches' rows are slow)."""
     sigmas = tuple(sigmas)
     groups: dict[tuple, list[Candidate]] = {}
     resident = n is not None and n <= RESIDENT_MAX_N
@@ -285,6 +287,8 @@ def coarse_candidates(
                     c = Candidate(ordering, spec, None, block, 1)
                     key = ("cluster", cluster, block, ordering, spec.sigma)
                     groups.setdefault(key, []).append(c)
+    for key, group in groups.items():  # several levels a phase first where screened at all
+        groups[key] = sorted(group, key=lambda c: c.spec.hops == 1)
     return [c for row in itertools.zip_longest(*groups.values()) for c in row if c is not None]
 
 
