@@ -255,3 +255,16 @@ def test_graph_without_arcs(hops):
     b = hops_bvss(graph.in_ptr, graph.in_idx, graph.n, 8, hops)
     assert np.asarray(b.near_masks).shape == (hops - 1, 0) and mask_words(np, b).size == 0
     np.testing.assert_array_equal(emulate_hops(b, 2), [-1, -1, 0, -1, -1])
+
+
+def test_tuner_preparations_share_b(rng):
+    """The tuner makes a Prepared per engine from one Preparation: they share B's BVSS, which
+    upload_all builds before the budget (a fresh one each engine cost a budget-20 screen of
+    delaunay-20 most of its share, on the CPU)."""
+    from blest.tuning.prepare import prepare
+
+    graph = small_zoo(rng, 300)["deep"]
+    prep = prepare(graph, "rcm", 16)
+    first = prep.prepared(16).hops_bvss(3)
+    assert prep.prepared(16).hops_bvss(3) is first
+    assert prep.prepared(32).hops_bvss(3) is not first  # another sigma, another B

@@ -8,7 +8,7 @@ exactly these arrays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,8 @@ class Prepared:
     in_ptr: Any
     in_idx: Any
     bvss: BVSS
+    #: B's BVSS by hops (:meth:`hops_bvss`); preparations of one graph may share it.
+    hop_cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def n(self) -> int:
@@ -90,7 +92,7 @@ class Prepared:
         BVSS where this preparation's is), then kept."""
         from blest.graph.hops import hops_bvss
 
-        cache = self.__dict__.setdefault("_hops_bvss", {})
+        cache = self.hop_cache
         if hops not in cache:
             host = isinstance(self.bvss.row_ids, np.ndarray)
             xp = None if host else _module_of(self.bvss.row_ids)

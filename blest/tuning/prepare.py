@@ -78,6 +78,8 @@ class Preparation:
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     _bvss: dict[tuple[int, str], BVSS] = field(default_factory=dict, repr=False)
+    # B's BVSSs (hops > 1) by (sigma, where), shared by every Prepared made here, as _bvss is
+    _hops: dict[tuple[int, str], dict] = field(default_factory=dict, repr=False)
     _device_in_csr: tuple[Any, Any] | None = field(default=None, repr=False)
 
     def bvss(self, sigma: int, xp: Any = None) -> BVSS:
@@ -114,11 +116,16 @@ class Preparation:
                         xp.asarray(in_idx, xp.int32),
                     )
                 in_ptr, in_idx = self._device_in_csr
-        return Prepared(self.graph, self.ordering, self.permutation, in_ptr, in_idx, bvss)
+        where = "host" if xp is None or xp is np else "device"
+        hop_cache = self._hops.setdefault((sigma, where), {})
+        return Prepared(self.graph, self.ordering, self.permutation, in_ptr, in_idx, bvss,
+                        hop_cache)  # fmt: skip
 
     def release_device(self) -> None:
         for key in [k for k in self._bvss if k[1] == "device"]:
             del self._bvss[key]
+        for key in [k for k in self._hops if k[1] == "device"]:
+            del self._hops[key]
         self._device_in_csr = None
 
 
