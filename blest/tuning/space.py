@@ -360,7 +360,7 @@ def small_queue_variants(c: Candidate) -> list[Candidate]:
 def per_level_variant(c: Candidate) -> Candidate | None:
     """The same candidate with one launch per level (small_queue does not apply); None for the
     per-level and block launches, and for expand="csr", the resident queue, the larger
-    register budget, the edge-ratio guard and two levels a phase (persistent only)."""
+    register budget, the edge-ratio guard and several levels a phase (persistent only)."""
     spec = c.spec
     if spec.launch != "persistent" or spec.expand == "csr" or spec.queue == "resident":
         return None
