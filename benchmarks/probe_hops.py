@@ -13,8 +13,10 @@ and then to L + 1 leaves a stale frontier bit, whose expansion next phase offers
 above those its neighbours already have (no-ops). Half the grid barriers, for B's larger VSSs.
 
 This probe patches the rendered ``s32_eager_vss_pers`` (sigma 32: one slice a lane) and hands
-the engine B's BVSS with two mask words a lane: the B mask, then the near mask (64 words a
-VSS). The driver's level L is the phase; offers are 2L + 1 and 2L + 2. The depth and visited
+the engine B's BVSS with its mask words laid out as the product's (``blest.graph.hops``,
+``mask_words``: the B mask, then the near masks, 32 words each a VSS); ``--hops 3`` three
+levels a phase. (The product's ``hops`` variants, session 32, grew from this probe.) The
+driver's level L is the phase; offers are KL + 1 .. KL + K. The depth and visited
 counters it reports are not kept exact; the levels are (``--check``).
 """
 
@@ -24,17 +26,18 @@ import argparse
 import time
 
 import numpy as np
-import scipy.sparse as sp
 from graphs import check_levels
 from probe_patches import ORIGINAL, RENDER
 from run import Bench, _by_name, time_variants
 
 import blest.runtime.engine as ENGINE
 import blest.runtime.engine_serve as ENGINE_SERVE
-from blest.graph.bvss import BVSS, build_bvss
+from blest.graph.bvss import BVSS
 from blest.graph.core import Graph
+from blest.graph.hops import hops_bvss
 from blest.graph.ordering import permute_graph
 from blest.graph.prepared import Prepared
+from blest.runtime.device import mask_words
 
 _REACH_OLD = """    if (by_level) {
         if (atomicCAS(st.levels + r, -1, lv.L + 1) != -1) return;
@@ -118,7 +121,7 @@ def patched_render(spec, serving: bool = False, claims=None):
         if old not in text:
             if serving:
                 continue
-            raise SystemExit(f"hop2 patch: {old!r} is not in the source of {spec.name}")
+            raise SystemExit(f"hop{HOPS} patch: {old!r} is not in the source of {spec.name}")
         text = text.replace(old, new)
     return text
 
@@ -127,68 +130,19 @@ def install(render) -> None:
     RENDER.render = ENGINE.render = ENGINE_SERVE.render = render
 
 
-def near_masks(internal: Graph, b: BVSS) -> np.ndarray:
-    """For each slot of B's BVSS (sigma 32: row r, set s), the bits of r's in-neighbours in A
-    among the set's 32 columns."""
-    n_sets = b.n_slice_sets
-    ptr, idx = np.asarray(internal.in_ptr), np.asarray(internal.in_idx)
-    rows = np.repeat(np.arange(internal.n, dtype=np.int64), np.diff(ptr))
-    key = rows * n_sets + idx // 32
-    bit = np.left_shift(np.uint32(1), (idx % 32).astype(np.uint32))
-    order = np.argsort(key, kind="stable")
-    key, bit = key[order], bit[order]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    ukey, umask = key[starts], np.bitwise_or.reduceat(bit, starts)
-    slot_rows = np.asarray(b.row_ids).astype(np.int64)
-    slot_sets = np.repeat(np.asarray(b.virtual_to_real).astype(np.int64), 32)
-    want = slot_rows * n_sets + slot_sets
-    at = np.clip(np.searchsorted(ukey, want), 0, len(ukey) - 1)
-    near = np.where(ukey[at] == want, umask[at], np.uint32(0)).astype(np.uint32)
-    far = np.asarray(b.masks).astype(np.uint32)
-    near[far == 0] = 0
-    if np.any(near & ~far):
-        raise SystemExit("near mask outside B's mask: B must hold A")
-    return near
-
-
 def prepare_b(graph: Graph, a_prep: Prepared) -> Prepared:
-    """The Prepared of B = A + ... + A^HOPS (``a_prep``'s ordering otherwise): each VSS's mask
-    words, then its near masks (arcs of A, then of A + A^2), 32 * HOPS words a VSS."""
+    """The Prepared of B = A + ... + A^HOPS (``a_prep``'s ordering otherwise) whose masks are
+    the product's mask words (each VSS's mask, then its near masks: 32 * HOPS words a VSS) and
+    whose kernels are patched here, not rendered with ``hops``."""
     t = time.perf_counter()
     perm = a_prep.permutation
     internal = graph if perm.is_identity else permute_graph(graph, perm)
-    n = internal.n
-    ptr, idx = np.asarray(internal.in_ptr), np.asarray(internal.in_idx)
-    a = sp.csr_matrix((np.ones(internal.nnz, np.int32), idx, ptr), shape=(n, n))  # CSR of A
-    reach = [a]
-    for _ in range(HOPS - 1):
-        nxt = reach[-1] @ a + a
-        nxt.data[:] = 1
-        reach.append(nxt)
-    b = reach[-1].tocsr()
-    b.setdiag(0)
-    b.eliminate_zeros()
-    b_out = b.T.tocsr()
-    b_out.sort_indices()
-    gb = Graph.from_csr(b_out.indptr.astype(np.int64), b_out.indices.astype(np.int32), n,
-                        directed=True)  # fmt: skip
-    bb = build_bvss(gb, 32)
-    words = [np.asarray(bb.masks).reshape(-1, 32)]
-    for m in reach[:-1]:
-        m = m.tocsr()
-        m.setdiag(0)
-        m.eliminate_zeros()
-        m.sort_indices()
-        near = near_masks(Graph.from_csr(m.T.tocsr().indptr.astype(np.int64),
-                                         m.T.tocsr().indices.astype(np.int32), n, directed=True,
-                                         in_ptr=m.indptr.astype(np.int64),
-                                         in_idx=m.indices.astype(np.int32)), bb)  # fmt: skip
-        words.append(near.reshape(-1, 32))
-    masks = np.concatenate(words, axis=1).reshape(-1)
-    both = BVSS(32, n, gb.nnz, bb.row_ids, masks, bb.real_ptrs, bb.virtual_to_real, bb.real_slices)
+    b = hops_bvss(internal.in_ptr, internal.in_idx, internal.n, 32, HOPS)
+    words = mask_words(np, b)
+    both = BVSS(32, b.n, b.nnz, b.row_ids, words, b.real_ptrs, b.virtual_to_real, b.real_slices)
     print(
-        f"  B = A + .. + A^{HOPS}: {gb.nnz} arcs ({gb.nnz / max(internal.nnz, 1):.2f} x A), "
-        f"{bb.n_vss} VSSs (A: {a_prep.bvss.n_vss}), {time.perf_counter() - t:.1f} s on the CPU",
+        f"  B = A + .. + A^{HOPS}: {b.nnz} arcs ({b.nnz / max(internal.nnz, 1):.2f} x A), "
+        f"{b.n_vss} VSSs (A: {a_prep.bvss.n_vss}), {time.perf_counter() - t:.1f} s on the CPU",
         flush=True,
     )
     return Prepared(graph, a_prep.ordering, perm, a_prep.in_ptr, a_prep.in_idx, both)
@@ -224,8 +178,8 @@ def cpu_check(seed: int) -> None:
                     levels, _ = cpu.traverse(exe, spec, prep, int(order[src]), 0.0, small)
                     want = bfs_levels(graph, int(src))
                     if not np.array_equal(levels[order], want):
-                        raise SystemExit(f"hop2 {name} n={n} src={src} small={small}: differs")
-            print(f"ok: hop2 n={n} {name}", flush=True)
+                        raise SystemExit(f"hop{HOPS} {name} n={n} src={src} small={small}: differs")
+            print(f"ok: hop{HOPS} n={n} {name}", flush=True)
 
 
 def main() -> None:
