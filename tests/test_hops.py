@@ -268,3 +268,26 @@ def test_tuner_preparations_share_b(rng):
     first = prep.prepared(16).hops_bvss(3)
     assert prep.prepared(16).hops_bvss(3) is first
     assert prep.prepared(32).hops_bvss(3) is not first  # another sigma, another B
+
+
+@pytest.mark.parametrize("hops", [2, 3])
+def test_emulated_engine_runs_the_phases(rng, hops):
+    """Without a GPU, an engine of a hops variant (EmulatedEngine) runs the phase emulator:
+    levels, depth limits, several seeds and parents against SciPy, in RCM order."""
+    from blest.runtime.emulated import EmulatedEngine
+
+    spec = VariantSpec(sigma=16, update="eager", queue="vss", switching=False, hops=hops)
+    for name in ("deep", "directed"):
+        graph = small_zoo(rng, 300)[name]
+        eng = EmulatedEngine(Prepared.from_graph(graph, 16, rcm(graph)), spec)
+        starts = np.flatnonzero(graph.out_degree > 0)
+        for limit in (None, 2, 4):
+            src = int(rng.choice(starts))
+            want = _limited(bfs_levels(graph, src), limit)
+            np.testing.assert_array_equal(eng.bfs(src, depth_limit=limit), want, err_msg=name)
+            assert eng.stats.depth == want.max() and eng.stats.visited == (want >= 0).sum()
+        seeds = rng.choice(starts, 3)
+        levels, parents = eng.bfs(seeds, parents=True)
+        np.testing.assert_array_equal(levels, bfs_levels(graph, seeds), err_msg=name)
+        child = np.flatnonzero(levels > 0)
+        assert np.all(levels[parents[child]] == levels[child] - 1), name
