@@ -112,8 +112,7 @@ class EngineProbes:
         if self.spec.hops > 1:
             raise EngineError(
                 f"hops={self.spec.hops} runs several levels a phase, and its frontier may hold "
-                "stale bits "
-                "(docs/algorithm.md): it has no per-level state to show"
+                "stale bits (docs/algorithm.md): it has no per-level state to show"
             )
         level = self.stats.levels_run
         nq = queue_buffers(self.spec)
