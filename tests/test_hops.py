@@ -10,21 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from cuda_cpu import build, have_compiler, small_zoo
-from test_ss_kernels_cpu import _run_traversal, kernel_signatures
+from cuda_cpu import have_compiler, small_zoo
+from test_ss_kernels_cpu import _run_traversal, spec_programs
 
 from blest.codegen.contract import (
     CTL,
-    CTL_WORDS,
-    DST_HOST_BIT,
-    DST_TAG_MASK,
-    DST_TAG_SHIFT,
     FUSED_SERVE,
-    SERVE,
-    SERVE_QUIT,
     claims_form,
 )
-from blest.codegen.render import kernel_names, render
 from blest.codegen.spec import VariantSpec, variants
 from blest.errors import ArgumentError
 from blest.graph.hops import TWO_HOP_RATIO, hop_graph, hops_bvss, two_hop_arcs_bound
@@ -154,19 +147,10 @@ SPECS = [
 def programs(tmp_path_factory):
     if not have_compiler():
         pytest.skip("needs g++")
-    cache = tmp_path_factory.mktemp("hop2")
+    cache = tmp_path_factory.mktemp("hops")
     out = {}
     for spec in SPECS:
-        params, init, bfs = kernel_signatures(spec)
-        text = render(spec, claims="level")
-        out[spec] = build(text, [init, bfs], params, [], cache)
-        out[spec, "fused"] = build(text, [bfs], params, [], cache)
-        server = (kernel_names(spec, serving=True)["serve"], [*bfs[1][:-1], ("u32*", "ctl_copy")])
-        serve = {**SERVE, "ctl_words": CTL_WORDS, "dst_tag_shift": DST_TAG_SHIFT,
-                 "dst_tag_mask": DST_TAG_MASK, "dst_host_bit": DST_HOST_BIT,
-                 "quit": SERVE_QUIT}  # fmt: skip
-        out[spec, "serve"] = build(render(spec, serving=True, claims="level"), [server], params,
-                                   [], cache, serve=serve)  # fmt: skip
+        out.update(spec_programs(spec, cache, claims="level"))
     return out
 
 

@@ -72,20 +72,30 @@ def kernel_signatures(spec: VariantSpec) -> tuple[list, tuple, tuple]:
     return params, init, bfs
 
 
+def spec_programs(spec: VariantSpec, cache, claims: str | None = None) -> dict:
+    """``spec``'s kernels built for the CPU runner (rendered with ``claims``): init and
+    traversal (key ``spec``), the traversal alone (``(spec, "fused")``) and the serving kernel
+    (``(spec, "serve")``)."""
+    params, init, bfs = kernel_signatures(spec)
+    text = render(spec, claims=claims)
+    serve = {**SERVE, "ctl_words": CTL_WORDS, "dst_tag_shift": DST_TAG_SHIFT,
+             "dst_tag_mask": DST_TAG_MASK, "dst_host_bit": DST_HOST_BIT,
+             "quit": SERVE_QUIT}  # fmt: skip
+    server = (kernel_names(spec, serving=True)["serve"], [*bfs[1][:-1], ("u32*", "ctl_copy")])
+    return {
+        spec: build(text, [init, bfs], params, [], cache),
+        (spec, "fused"): build(text, [bfs], params, [], cache),
+        (spec, "serve"): build(render(spec, serving=True, claims=claims), [server], params, [],
+                               cache, serve=serve),
+    }  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory):
     cache = tmp_path_factory.mktemp("k")
     out = {}
     for spec in SPECS:
-        params, init, bfs = kernel_signatures(spec)
-        out[spec] = build(render(spec), [init, bfs], params, [], cache)
-        out[spec, "fused"] = build(render(spec), [bfs], params, [], cache)
-        serve = {**SERVE, "ctl_words": CTL_WORDS, "dst_tag_shift": DST_TAG_SHIFT,
-                 "dst_tag_mask": DST_TAG_MASK, "dst_host_bit": DST_HOST_BIT,
-                 "quit": SERVE_QUIT}  # fmt: skip
-        server = (kernel_names(spec, serving=True)["serve"], [*bfs[1][:-1], ("u32*", "ctl_copy")])
-        out[spec, "serve"] = build(render(spec, serving=True), [server], params, [], cache,
-                                   serve=serve)  # fmt: skip
+        out.update(spec_programs(spec, cache))
     return out
 
 

@@ -25,6 +25,7 @@ import scipy.sparse as sp
 
 from blest.graph.bvss import BVSS, build_bvss
 from blest.graph.core import Graph
+from blest.graph.prepared import to_host
 
 __all__ = [
     "reach_matrices",
@@ -121,7 +122,7 @@ def hops_bvss(
     """B's BVSS at ``sigma`` with its ``near_masks`` (``hops`` - 1 rows; NumPy arrays, or CuPy
     with ``xp=cupy``, which builds the BVSS on the GPU; B and the near masks are computed on the
     CPU)."""
-    ptr, idx = _host(in_ptr), _host(in_idx)
+    ptr, idx = np.asarray(to_host(in_ptr)), np.asarray(to_host(in_idx))
     reach = reach_matrices(ptr, idx, n, hops)
     b = build_bvss(_graph_of(reach[-1], n), sigma, xp=xp)
     host = b.to_numpy()
@@ -130,7 +131,3 @@ def hops_bvss(
         near = xp.asarray(near)
     return BVSS(sigma, n, b.nnz, b.row_ids, b.masks, b.real_ptrs, b.virtual_to_real,
                 b.real_slices, near)  # fmt: skip
-
-
-def _host(a: Any) -> np.ndarray:
-    return a.get() if hasattr(a, "get") else np.asarray(a)

@@ -62,28 +62,23 @@ class EmulatedEngine(EngineBase):
         user, internal = self._seeds(src)
         limit = self._depth_limit(depth_limit)
         t0 = time.perf_counter()
+        depth = None if limit < 0 else limit
         if self.spec.hops > 1:  # several levels a phase over B's BVSS (blest.reference.hops)
-            internal_levels = emulate_hops(
-                self.prepared.hops_bvss(self.spec.hops), internal, None if limit < 0 else limit
-            )
-            levels = internal_levels[self._new_of_old]
-            par = self._user_parents(internal_levels) if parents else None
-            ms = (time.perf_counter() - t0) * 1e3
-            self.last_stats = self._stats(user, levels, int(internal.size), ms)
-            return self._host_result(levels, par, out)
-        result = emulate_spec(
-            self.prepared.bvss,
-            self._in,
-            internal,
-            self.spec,
-            eta=self.eta,
-            beta=self.beta,
-            alpha=self.alpha,
-            depth_limit=None if limit < 0 else limit,
-            record=False,
-        )
-        levels = result.levels[self._new_of_old]  # internal levels back to user ids
-        par = self._user_parents(result.levels) if parents else None
+            internal_levels = emulate_hops(self.prepared.hops_bvss(self.spec.hops), internal, depth)
+        else:
+            internal_levels = emulate_spec(
+                self.prepared.bvss,
+                self._in,
+                internal,
+                self.spec,
+                eta=self.eta,
+                beta=self.beta,
+                alpha=self.alpha,
+                depth_limit=depth,
+                record=False,
+            ).levels
+        levels = internal_levels[self._new_of_old]  # internal levels back to user ids
+        par = self._user_parents(internal_levels) if parents else None
         ms = (time.perf_counter() - t0) * 1e3
         self.last_stats = self._stats(user, levels, int(internal.size), ms)
         return self._host_result(levels.astype(np.int32, copy=False), par, out)
