@@ -21,7 +21,7 @@ import numpy as np
 from blest.defaults import DEFAULT_KAPPA, DEFAULT_SIGMA
 from blest.errors import ArgumentError
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
-from blest.runtime.multi import centrality_sources
+from blest.runtime.arguments import centrality_sources
 
 __all__ = ["bfs_many", "closeness", "harmonic", "source_sums", "engine_for"]
 
@@ -186,7 +186,5 @@ def _worker(rank: int, size: int, comm: Any, target: Any, directed: Any, sources
 
 def _kappa(engine: Any) -> int:
     """The batch width the engine runs (the partition deals whole batches)."""
-    runner = getattr(engine, "ms_runner", None)
-    if runner is None:
-        return DEFAULT_KAPPA
-    return int(runner(reverse=engine.graph.directed).spec.kappa)
+    many = getattr(engine, "many", None)  # the GPU engine's many-source work
+    return DEFAULT_KAPPA if many is None else int(many.kappa)

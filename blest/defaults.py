@@ -12,6 +12,7 @@ __all__ = [
     "KAPPAS",
     "QUEUE_KAPPAS",
     "DEFAULT_KAPPA",
+    "DEEP_KAPPA",
     "DEFAULT_ETA",
     "JACCARD_WINDOW",
     "U_DIV_LAZY",
@@ -31,8 +32,12 @@ DEFAULT_SIGMA = 8
 KAPPAS: tuple[int, ...] = (32, 64, 128, 256)
 #: BFSs per batch of the multi-source queue form (visited bits of every vertex in shared memory).
 QUEUE_KAPPAS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
-#: The multi-source width used when a config was tuned for single-source BFS only.
-DEFAULT_KAPPA = 64
+#: BFSs per batch of the multi-source kernel an engine runs when no config chose one, on graphs
+#: of few levels (the grid form; the one definition of kappa's default).
+DEFAULT_KAPPA = 256
+#: ... and on deep graphs, where the queue form's shared memory does not take the graph (the
+#: block form with the CUDA-core expansion).
+DEEP_KAPPA = 32
 #: Switching constant: a level runs bottom-up when #unvisited < eta * |Q| (the paper's value
 #: on Hopper).
 DEFAULT_ETA = 10.0

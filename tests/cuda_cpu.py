@@ -281,7 +281,7 @@ def _poster(serve: dict[str, int]) -> list[str]:
     ``serve_next[k]`` (optional; 0 for every call without it): 1 names row k + 1 as the array
     of the next call (SERVE_NEXT, tagged with call k's number and stored before its head, so
     that the server always sees it); 0 leaves the word as it was (an earlier call's tag, which
-    the server ignores). The host (engine_serve.py) stores it after the head instead, while the
+    the server ignores). The host (served.py) stores it after the head instead, while the
     GPU traverses."""
     words, r = serve["ctl_words"], serve
     tag, host_bit, quit_seed = serve["dst_tag_shift"], serve["dst_host_bit"], serve["quit"]

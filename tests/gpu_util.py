@@ -23,12 +23,12 @@ def seeded_zoo() -> tuple[np.random.Generator, dict]:
 
 def assert_level_states(eng, spec, ref, bvss, call, what: str) -> None:
     """After ``eng.bfs(call, depth_limit=L)`` for each of the emulator's level states
-    (``ref.states``), ``eng.debug_state()`` against it: visited, F_L, |Q_L| (None for the
+    (``ref.states``), ``eng.probes.debug_state()`` against it: visited, F_L, |Q_L| (None for the
     resident queue, which counts none) and Q_L with each entry's slice set (``bvss``: the
     BVSS the engine runs)."""
     for state in ref.states:
         eng.bfs(call, depth_limit=state.level)
-        got = eng.debug_state()
+        got = eng.probes.debug_state()
         ctx = f"{what} level={state.level}"
         np.testing.assert_array_equal(got["visited"], state.visited, err_msg=ctx)
         np.testing.assert_array_equal(got["frontier"], state.frontier, err_msg=ctx)

@@ -11,20 +11,19 @@ import pytest
 from cuda_cpu import build, have_compiler, run, small_zoo
 
 from blest.codegen.contract import CTL, CTL_WORDS
-from blest.codegen.dense import (
+from blest.codegen.dense_render import dense_params, render_dense
+from blest.codegen.densespec import (
     DENSE_KERNEL,
     DenseSpec,
     chunk_sources,
-    dense_params,
     dense_variants,
-    render_dense,
     row_words,
 )
 from blest.datasets.classes import make_hubs, make_uniform
 from blest.errors import ArgumentError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import bfs_many_levels, source_sums, sums_from_levels
-from blest.runtime.dense import dense_units
+from blest.runtime.dense_runner import dense_units
 
 THREADS = 64
 SPECS = [DenseSpec(1, 32), DenseSpec(2, 8), DenseSpec(4, 16)]
@@ -142,7 +141,7 @@ def test_a_chunk_range_is_an_exact_part(programs, rng):
 
 
 def test_the_dense_form_is_worth_it_on_small_shallow_graphs_only():
-    from blest.runtime.engine_multi import dense_takes
+    from blest.runtime.many import dense_takes
 
     assert dense_takes(2277, 62_742, 11)  # wiki_chameleon
     assert dense_takes(22_470, 342_004, 15, free_bytes=1 << 34)  # musae_facebook

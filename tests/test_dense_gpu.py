@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from gpu_util import path_like, requires_gpu, seeded_zoo
 
-from blest.codegen.dense import DenseSpec, chunk_sources, dense_variants
+from blest.codegen.densespec import DenseSpec, chunk_sources, dense_variants
 from blest.datasets.classes import make_power_law, make_uniform
 from blest.graph.ordering import rcm
 from blest.graph.prepared import Prepared
@@ -35,7 +35,7 @@ def _poison(runner) -> None:
 
 @pytest.mark.parametrize("spec", list(dense_variants()), ids=lambda s: s.name)
 def test_every_vertex_sums_equal_the_reference(zoo, spec):
-    from blest.runtime.dense import DenseRunner
+    from blest.runtime.dense_runner import DenseRunner
 
     rng, graphs = zoo
     for name, graph in graphs.items():
@@ -51,7 +51,7 @@ def test_every_vertex_sums_equal_the_reference(zoo, spec):
 
 
 def test_chunk_ranges_are_exact_parts(rng):
-    from blest.runtime.dense import DenseRunner
+    from blest.runtime.dense_runner import DenseRunner
 
     spec = DenseSpec(1, 32)
     graph = make_power_law(rng, 5000)
@@ -77,7 +77,7 @@ def _networkx(graph):
 
 def test_engine_closeness_matches_networkx_and_the_cpu(zoo):
     from blest.runtime.engine import Engine
-    from blest.runtime.engine_multi import DenseChoice
+    from blest.runtime.many import DenseChoice
 
     rng, graphs = zoo
     specs = list(dense_variants())
@@ -86,7 +86,7 @@ def test_engine_closeness_matches_networkx_and_the_cpu(zoo):
         nx, G = _networkx(graph)
         spec = specs[int(rng.integers(len(specs)))]
         with Engine(Prepared.from_graph(graph, 8, rcm(graph))) as eng:
-            eng.configure_multi_source(dense=DenseChoice(spec, 256))
+            eng.many.configure(dense=DenseChoice(spec, 256))
             for wf in (True, False):
                 want = nx.closeness_centrality(G, wf_improved=wf)
                 got = eng.closeness(wf_improved=wf)
@@ -96,7 +96,7 @@ def test_engine_closeness_matches_networkx_and_the_cpu(zoo):
                                        rtol=1e-12, atol=0)  # fmt: skip
             cpu = source_sums(graph, np.arange(graph.n), reverse=True)
             assert eng.source_sums().identical(cpu), name
-            assert eng.dense_runner() is not None and eng.dense_runner().spec == spec
+            assert eng.many.dense_runner() is not None and eng.many.dense_runner().spec == spec
             some = rng.choice(graph.n, 9)  # a part of the vertices: the batched kernel
             np.testing.assert_array_equal(eng.closeness(some), eng.closeness()[some])
 
@@ -107,12 +107,12 @@ def test_default_takes_small_shallow_graphs_only(rng):
     with Engine(Prepared.from_graph(make_uniform(rng, 3000), 8)) as eng:
         with pytest.warns(RuntimeWarning, match="BFSs at once"):
             sums = eng.source_sums()
-        assert eng.dense_runner() is not None
+        assert eng.many.dense_runner() is not None
         assert sums.identical(source_sums(eng.graph, np.arange(eng.n), reverse=True))
     with Engine(Prepared.from_graph(path_like(rng, 3000), 8)) as eng:  # hundreds of levels
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            assert eng.dense_runner() is None
+            assert eng.many.dense_runner() is None
             sums = eng.source_sums()
         assert sums.identical(source_sums(eng.graph, np.arange(eng.n), reverse=True))
 
@@ -133,7 +133,7 @@ def test_closeness_tuning_records_the_every_vertex_choice(tmp_path, rng):
     timed = [t for t in data["timing"]["dense_candidates"] if t["seconds"] is not None]
     assert timed
     eng = blest.load_tuned(cfg)
-    assert (eng.dense_runner() is None) == (data["multi_source"]["dense"] is None)
+    assert (eng.many.dense_runner() is None) == (data["multi_source"]["dense"] is None)
     got = eng.closeness()
     eng.close()
     assert got.tobytes() == closeness(g, device="cpu").tobytes()

@@ -24,6 +24,11 @@ STATEFUL = [s for s in variants() if s.launch != "block" and s.hops == 1]
 
 
 @pytest.fixture(scope="module")
+def _captured(eng) -> list:
+    """The CUDA graphs an engine's captured and fused call paths hold."""
+    return [g for path in (eng._captured, eng._fused) if path for g in path.graphs.values()]
+
+
 def zoo():
     return seeded_zoo()
 
@@ -290,7 +295,7 @@ def test_captured_calls_agree_with_launched_ones(zoo, launch):
             _engine(graph, spec, permutation=perm) as eng,
             _engine(graph, spec, permutation=perm, capture=False) as plain,
         ):
-            assert eng._staged(np.zeros(3, np.int32)) and not eng._staged(pinned(3))
+            assert eng._tr.staged(np.zeros(3, np.int32)) and not eng._tr.staged(pinned(3))
             srcs = sources(rng, graph)
             for i in rng.permutation(3 * len(srcs)):
                 src = int(srcs[i % len(srcs)])
@@ -344,8 +349,8 @@ def test_captured_calls_agree_with_launched_ones(zoo, launch):
             levels, parents = eng.bfs(src, parents=True)
             np.testing.assert_array_equal(levels, bfs_levels(graph, src))
             assert parents.shape == (graph.n,)
-            assert bool(eng._call_graphs) == (launch != "per_level")
-            assert not plain._call_graphs
+            assert bool(_captured(eng)) == (launch != "per_level")
+            assert not _captured(plain)
 
 
 def test_mma_instruction_matches_emulation():
@@ -424,11 +429,11 @@ def test_level_timeline(zoo, spec):
     src = sources(rng, graph, 1)[0]
     with _engine(graph, spec, record_levels=True, small_queue=16) as eng:
         np.testing.assert_array_equal(eng.bfs(src), bfs_levels(graph, src))
-        times, bottom_up = eng.level_times_ms()
+        times, bottom_up = eng.probes.level_times_ms()
         assert len(times) == eng.stats.levels_run
         assert (times >= 0).all() and times.sum() <= eng.stats.traversal_ms * 1.05 + 0.05
         assert bottom_up == eng.stats.bottom_up_levels
-        stages = eng.stage_times_ms()
+        stages = eng.probes.stage_times_ms()
         if spec.update == "eager":
             assert stages is None
         else:
@@ -439,7 +444,7 @@ def test_level_timeline(zoo, spec):
 def test_a_failed_capture_falls_back_to_launches(zoo, monkeypatch):
     """Where a call cannot be captured (an old driver, say), the engine says so once and
     launches kernel by kernel, with the same answers."""
-    import blest.runtime.engine_capture as capture
+    import blest.runtime.captured as capture
 
     def refuse(*args, **kwargs):
         raise RuntimeError("capture refused for the test")
@@ -452,7 +457,7 @@ def test_a_failed_capture_falls_back_to_launches(zoo, monkeypatch):
         with pytest.warns(RuntimeWarning, match="capture refused"):
             np.testing.assert_array_equal(eng.bfs(a), bfs_levels(graph, a))
         np.testing.assert_array_equal(eng.bfs(b, out="device").get(), bfs_levels(graph, b))
-        assert not eng._call_graphs and not eng._capture
+        assert not _captured(eng) and eng._captured.disabled
 
 
 def test_captured_calls_follow_changes_of_eta_and_small_queue(zoo):
@@ -471,7 +476,7 @@ def test_captured_calls_follow_changes_of_eta_and_small_queue(zoo):
                 assert bottom_up == (), (eta, small_queue)
             else:  # every level after the seed's finds fewer unvisited than inf * |Q|
                 assert len(bottom_up) >= want.max() - 1, (eta, small_queue, bottom_up)
-        assert len(eng._call_graphs) == 1  # the graphs of other settings were dropped
+        assert len(_captured(eng)) == 1  # the graphs of other settings were dropped
 
 
 @pytest.mark.parametrize("launch", ["persistent", "block"])
@@ -514,7 +519,8 @@ def test_the_larger_register_budget(zoo, queue):
     for name, graph in graphs.items():
         with _engine(graph, spec, block_size=512, blocks_per_sm=1) as eng:
             if name == "power_law":
-                regs = eng._cp.cuda.driver.funcGetAttribute(4, eng._kernels["bfs"].function.ptr)
+                kernel = eng._tr.program.kernels["bfs"]
+                regs = eng._tr.cp.cuda.driver.funcGetAttribute(4, kernel.function.ptr)
                 assert regs > 64, regs  # CU_FUNC_ATTRIBUTE_NUM_REGS
             for src in sources(rng, graph, 3):
                 out = np.full(graph.n, POISON, dtype=np.int32)

@@ -72,4 +72,4 @@ def test_reordered_levels_limits_seeds_and_parents(zoo, spec):
                 emulated[np.asarray(prep.permutation.new_of_old)], bfs_levels(graph, seeds[0])
             )
             with pytest.raises(EngineError, match=f"hops={spec.hops}"):
-                eng.debug_state()
+                eng.probes.debug_state()

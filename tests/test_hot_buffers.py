@@ -42,7 +42,7 @@ def test_an_engine_places_its_hot_buffers_together(spec):
     rng = np.random.default_rng()
     graph = make_power_law(rng, 3000)
     with Engine(graph, spec) as eng:
-        st = eng._state
+        st = eng._tr.values
         names = ["ctl", "visited", "frontier"]
         names += ["v_next"] if spec.update == "lazy" else []
         names += ["dirty"] if spec.dirty_sets else []

@@ -29,7 +29,7 @@ def _engine(graph, sigma=8, perm=None, **ms):
 
     eng = Engine(Prepared.from_graph(graph, sigma, perm))
     if ms:  # the batched kernel for every vertex too (tests/test_dense_gpu.py: the dense form)
-        eng.configure_multi_source(**{"dense": None, **ms})
+        eng.many.configure(**{"dense": None, **ms})
     return eng
 
 
@@ -93,11 +93,11 @@ def test_reordered_graph_and_slot_reuse(zoo):
              MSSpec(8, 4, "queue", "csr"))  # fmt: skip
     for spec in specs:
         eng = _engine(graph, spec.sigma, perm, spec=spec)
-        eng.ms_runner()  # a block or smem runner with two slots: batches reuse slots
+        eng.many.runner()  # a block or smem runner with two slots: batches reuse slots
         if spec.form != "grid":
-            from blest.runtime.msbfs import MSRunner
+            from blest.runtime.ms_runner import MSRunner
 
-            eng._runners[False] = MSRunner(eng.prepared, spec, max_slots=2)
+            eng.many._runners[False] = MSRunner(eng.prepared, spec, max_slots=2)
         seen: list[tuple[int, int]] = []
         got = eng.bfs_many(srcs, progress=lambda *a, seen=seen: seen.append(a))
         for i in rng.choice(len(srcs), 12, replace=False):

@@ -12,7 +12,7 @@ from blest.codegen.msspec import smem_bytes
 from blest.graph.ordering import permute_graph, rcm
 from blest.graph.prepared import Prepared
 from blest.runtime.device import out_csr
-from blest.runtime.msbfs import _next_step
+from blest.runtime.ms_runner import _next_step
 
 
 @pytest.mark.parametrize("make", [make_directed, make_power_law])
@@ -56,7 +56,7 @@ def test_queue_form_shared_memory_and_capacity():
 
 def test_queue_form_shared_queue_fits_the_block_and_the_level():
     from blest.codegen.msspec import queue_capacity, queue_smem_bytes
-    from blest.runtime.msbfs import SMEM_QUEUE_MAX, _smem_queue_entries
+    from blest.runtime.ms_runner import SMEM_QUEUE_MAX, _smem_queue_entries
 
     block, sm = 223 * 1024, 228 * 1024
     for kappa, n, threads in [(1, 114_599, 256), (2, 114_599, 128), (1, 1_048_576, 1024),
@@ -68,17 +68,3 @@ def test_queue_form_shared_queue_fits_the_block_and_the_level():
     assert _smem_queue_entries(1, 114_599, 256, block, sm, 0) == 0  # asked: none
     asked = _smem_queue_entries(1, 114_599, 256, block, sm, 10**9)  # asked: capped
     assert queue_smem_bytes(1, 114_599, asked) <= block < queue_smem_bytes(1, 114_599, asked + 1)
-
-
-def test_a_launch_argument_is_rewritten_when_it_changes():
-    from blest.runtime.msbfs import _same_argument
-
-    levels = np.zeros((2, 3), dtype=np.int32)  # stands in for a device array of levels
-    null = np.uint64(0)
-    assert _same_argument(levels, levels) and _same_argument(np.int32(5), np.int32(5))
-    assert not _same_argument(levels, null)  # bfs_many's levels, then closeness's null
-    assert not _same_argument(null, levels)
-    assert not _same_argument(levels, levels.copy())
-    assert not _same_argument(np.int32(5), np.int32(6))
-    assert not _same_argument(np.int32(5), np.int64(5))
-    assert not _same_argument(None, np.int32(0))  # the first launch of a run

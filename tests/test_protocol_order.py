@@ -14,7 +14,7 @@ import pytest
 from random_graphs import make_power_law
 
 from blest.reference import bfs_levels
-from blest.runtime.protocol import BFSStats
+from blest.runtime.engine_protocol import BFSStats
 from blest.tuning import protocol
 
 

@@ -79,8 +79,8 @@ def test_served_levels_match_scipy(zoo, spec):
                     stats = eng.stats
                     assert stats.visited == int((want >= 0).sum()) and stats.depth == want.max()
                     assert np.isnan(stats.traversal_ms), ctx
-                assert eng._serve_stream is not None  # served, not launched
-            assert eng._serve_stream is None
+                assert eng._served.stream is not None  # served, not launched
+            assert eng._served.stream is None
 
 
 SERVED = [
@@ -105,11 +105,11 @@ def test_server_life(zoo, spec):
             np.testing.assert_array_equal(_call(eng, src, "device"), want)
             if k == 0:
                 time.sleep(0.05)  # the server ends, idle; the next call starts it again
-                assert eng._serve_stream is not None and eng._serve_stream.done
+                assert eng._served.stream is not None and eng._served.stream.done
             elif k == 1:
                 limited = eng.bfs(src, depth_limit=1)
                 np.testing.assert_array_equal(limited, np.where(want <= 1, want, -1))
-                assert eng._serve_stream is None  # ended for the launched call
+                assert eng._served.stream is None  # ended for the launched call
             elif k == 2:
                 levels, parents = eng.bfs(src, parents=True)
                 np.testing.assert_array_equal(levels, want)
@@ -142,7 +142,7 @@ def test_serving_refusals_and_close(zoo):
     for spec in unserved:
         with _engine(graph, spec) as eng, eng.serving():  # no serving kernel: calls as usual
             np.testing.assert_array_equal(eng.bfs(src), bfs_levels(graph, src))
-            assert eng._serve_stream is None
+            assert eng._served.stream is None
     eng = _engine(graph, SERVED[0])
     with pytest.raises(ArgumentError, match="idle_ms"):
         with eng.serving(idle_ms=0):
@@ -153,7 +153,7 @@ def test_serving_refusals_and_close(zoo):
                 pass
         np.testing.assert_array_equal(eng.bfs(src), bfs_levels(graph, src))
         eng.close()  # ends the server before its buffers go
-        assert eng._serve_stream is None
+        assert eng._served.stream is None
         with pytest.raises(EngineError):
             eng.bfs(src)
 
@@ -161,9 +161,9 @@ def test_serving_refusals_and_close(zoo):
 def test_unpostable_destinations_run_unserved(zoo, monkeypatch):
     """A destination that the request's tagged DST word cannot carry (here: every one) makes
     the call run launched, as outside ``serving()``, with the same levels."""
-    from blest.runtime import engine_serve
+    from blest.runtime import served
 
-    monkeypatch.setattr(engine_serve, "_ADDRESS_LIMIT", 0)
+    monkeypatch.setattr(served, "_ADDRESS_LIMIT", 0)
     rng, graphs = zoo
     graph = graphs["power_law"]
     with _engine(graph, SERVED[0], permutation=rcm(graph)) as eng, eng.serving():
@@ -171,7 +171,7 @@ def test_unpostable_destinations_run_unserved(zoo, monkeypatch):
             how = OUTS[i % len(OUTS)]
             got = _call(eng, int(src), how)
             np.testing.assert_array_equal(got, bfs_levels(graph, int(src)), err_msg=how)
-            assert eng._serve_stream is None, how
+            assert eng._served.stream is None, how
 
 
 @pytest.mark.parametrize("spec", SERVED, ids=lambda s: s.name)
@@ -189,14 +189,14 @@ def test_device_levels_skip_the_engines_buffer(zoo, spec):
         srcs = [int(s) for s in sources(rng, graph, 4)]
         wants = [bfs_levels(graph, s) for s in srcs]
         with _engine(graph, spec, timing=False) as eng:
-            own = eng._state["levels"]
+            own = eng._tr.values["levels"]
             own.fill(int(POISON))
             np.testing.assert_array_equal(eng.bfs(srcs[0], out="device").get(), wants[0])
             with eng.serving():
                 for src, want in zip(srcs[1:], wants[1:], strict=True):
                     np.testing.assert_array_equal(_call(eng, src, "device"), want)
                     np.testing.assert_array_equal(_call(eng, src, "cupy"), want)
-            assert eng._serve_stream is None
+            assert eng._served.stream is None
             assert bool(cp.all(own == POISON)), f"{name}: a device call wrote the engine's buffer"
             own[: graph.n // 2] = 7  # stale levels beside the poison
             with eng.serving():
@@ -217,9 +217,9 @@ def test_served_calls_into_arrays_filled_ahead(zoo, spec):
         graph = graphs[name]
         srcs = [int(s) for s in sources(rng, graph, 12)]
         with _engine(graph, spec, timing=False) as eng:
-            eng.prefill_min_vertices = 0
+            eng._served.prefill_min_vertices = 0
             with eng.serving():
-                assert eng._prefill
+                assert eng._served.prefill
                 for i, src in enumerate(srcs):
                     how = "pinned" if i == 6 else "device"
                     got = _call(eng, src, how)
@@ -250,19 +250,19 @@ def test_a_failed_spare_leaves_the_call_whole(zoo, monkeypatch):
     except TypeError:  # (other CuPy releases take other arguments)
         oom = cp.cuda.memory.OutOfMemoryError(4 * graph.n, 0)
     with _engine(graph, SERVED[0], timing=False) as eng:
-        eng.prefill_min_vertices = 0  # the spare is also named to the server
+        eng._served.prefill_min_vertices = 0  # the spare is also named to the server
         with eng.serving():
-            assert eng.bfs(srcs[0], out="device") is not None and eng._spare is not None
+            assert eng.bfs(srcs[0], out="device") is not None and eng._served.spare is not None
             fail_with.append(oom)
             got = eng.bfs(srcs[1], out="device")  # its spare's allocation fails
-            assert not fail_with and eng._spare is None
+            assert not fail_with and eng._served.spare is None
             np.testing.assert_array_equal(got.get(), bfs_levels(graph, srcs[1]))
             np.testing.assert_array_equal(eng.bfs(srcs[2], out="device").get(),
                                           bfs_levels(graph, srcs[2]))  # fmt: skip
             fail_with.append(KeyboardInterrupt())
             with pytest.raises(KeyboardInterrupt):
                 eng.bfs(srcs[3], out="device")
-            assert eng._host_block[ANSWER] == eng._serve_seq  # answered before it went up
+            assert eng._tr.host_block[ANSWER] == eng._served.seq  # answered before it went up
             for src in srcs[4:]:
                 np.testing.assert_array_equal(eng.bfs(src, out="device").get(),
                                               bfs_levels(graph, src))  # fmt: skip

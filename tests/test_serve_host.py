@@ -12,8 +12,8 @@ from blest.codegen.contract import CTL, CTL_WORDS, SERVE, SERVE_WORDS
 from blest.errors import ArgumentError, EngineError
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
-from blest.runtime.engine_serve import ServedCalls
 from blest.runtime.factory import make_engine
+from blest.runtime.served import ServedCalls
 
 ANSWER = CTL_WORDS + SERVE["answer"]
 
@@ -30,52 +30,57 @@ class FakeStream:
         return self.runs < 0
 
 
-class FakeCtl:
-    def __init__(self, words: np.ndarray) -> None:
-        self.words = words
+class FakeTraversal:
+    """The traversal's side of a server over host arrays: ``device_ctl`` is what the device's
+    control block holds."""
 
-    def get(self, out: np.ndarray) -> None:
-        out[:] = self.words
-
-
-class FakeServer(ServedCalls):
-    """ServedCalls over host arrays: ``answer_at_start`` answers the pending call when the
-    server is started again; ``device_ctl`` is what the device's control block holds."""
-
-    def __init__(self, runs: int, device_ctl: np.ndarray, answer_at_start: int | None) -> None:
-        self._host_block = np.zeros(CTL_WORDS + SERVE_WORDS, dtype=np.uint32)
-        self._host_ctl = self._host_block[:CTL_WORDS]
-        self._serve_u32 = memoryview(self._host_block)  # as serving() sets it
-        self._serve_stream = FakeStream(runs)
-        self._state = {"ctl": FakeCtl(device_ctl)}
-        self.answer_at_start = answer_at_start
-        self.starts = 0
+    def __init__(self, device_ctl: np.ndarray) -> None:
+        self.host_block = np.zeros(CTL_WORDS + SERVE_WORDS, dtype=np.uint32)
+        self.host_ctl = self.host_block[:CTL_WORDS]
+        self.device_ctl = device_ctl
+        self.program = self
         self.voided = False
 
-    def _serve_start(self) -> None:
-        self.starts += 1
-        self._serve_stream = FakeStream(1)
-        if self.answer_at_start is not None:
-            self._host_block[ANSWER] = self.answer_at_start
+    def read_ctl(self) -> np.ndarray:
+        self.host_ctl[:] = self.device_ctl
+        return self.host_ctl
 
-    def _check_ctl(self, user: int, seeds: int, timed: bool | None = None) -> None:
-        if self._host_ctl[CTL["error"]]:
+    def check_ctl(self, user: int, seeds: int, timed: bool, ctl_copy=None) -> None:
+        if self.host_ctl[CTL["error"]]:
             self.voided = True
             raise EngineError("void")
 
 
+class FakeServer(ServedCalls):
+    """ServedCalls over host arrays: ``answer_at_start`` answers the pending call when the
+    server is started again."""
+
+    def __init__(self, runs: int, device_ctl: np.ndarray, answer_at_start: int | None) -> None:
+        super().__init__(FakeTraversal(device_ctl))  # type: ignore[arg-type]
+        self.u32 = memoryview(self.tr.host_block)  # as begin() sets it
+        self.stream = FakeStream(runs)
+        self.answer_at_start = answer_at_start
+        self.starts = 0
+
+    def start(self, rules) -> None:
+        self.starts += 1
+        self.stream = FakeStream(1)
+        if self.answer_at_start is not None:
+            self.tr.host_block[ANSWER] = self.answer_at_start
+
+
 def test_an_answer_ends_the_wait():
     fake = FakeServer(runs=10, device_ctl=np.zeros(CTL_WORDS, np.uint32), answer_at_start=None)
-    fake._host_block[ANSWER] = 7
-    fake._serve_wait(7)
+    fake.tr.host_block[ANSWER] = 7
+    fake.wait(7)
     assert fake.starts == 0
 
 
 def test_a_server_that_ended_idle_is_started_again():
     fake = FakeServer(runs=2, device_ctl=np.zeros(CTL_WORDS, np.uint32), answer_at_start=3)
-    fake._host_block[ANSWER] = 2  # the previous call's answer
-    fake._serve_wait(3)
-    assert fake.starts == 1 and fake._host_block[ANSWER] == 3
+    fake.tr.host_block[ANSWER] = 2  # the previous call's answer
+    fake.wait(3)
+    assert fake.starts == 1 and fake.tr.host_block[ANSWER] == 3
 
 
 def test_a_failed_server_voids_the_engine():
@@ -83,25 +88,25 @@ def test_a_failed_server_voids_the_engine():
     ctl[CTL["error"]] = 1
     fake = FakeServer(runs=0, device_ctl=ctl, answer_at_start=None)
     with pytest.raises(EngineError):
-        fake._serve_wait(5)
-    assert fake.voided and fake.starts == 0 and fake._serve_stream is None
+        fake.wait(5)
+    assert fake.tr.voided and fake.starts == 0 and fake.stream is None
 
 
 def test_ctrl_c_waits_for_the_answer_then_raises():
     fake = FakeServer(runs=10, device_ctl=np.zeros(CTL_WORDS, np.uint32), answer_at_start=None)
-    spin, calls = fake._serve_spin, []
+    spin, calls = fake.spin, []
 
     def interrupted(seq: int) -> None:
         calls.append(seq)
         if len(calls) == 1:
             raise KeyboardInterrupt
-        fake._host_block[ANSWER] = seq  # the answer arrives while the host still waits
+        fake.tr.host_block[ANSWER] = seq  # the answer arrives while the host still waits
         spin(seq)
 
-    fake._serve_spin = interrupted
+    fake.spin = interrupted  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
-        fake._serve_wait(9)
-    assert calls == [9, 9] and fake._host_block[ANSWER] == 9
+        fake.wait(9)
+    assert calls == [9, 9] and fake.tr.host_block[ANSWER] == 9
 
 
 @pytest.mark.parametrize("device", ["cpu", "emulator"])
@@ -127,7 +132,7 @@ def test_a_resident_server_ends_before_its_barrier_counts_could_overflow():
     """The resident queue counts a launch's grid-barrier arrivals in 32 bits: the host ends
     the server (the next call starts it with zeroed counts) while the next call's worst case,
     n + 4 barriers of every block, still fits."""
-    from blest.runtime.engine_serve import resident_counts_full
+    from blest.runtime.served import resident_counts_full
 
     n, blocks = 6549, 132
     worst = (n + 4) * blocks
@@ -156,10 +161,10 @@ def test_the_next_array_is_left_out_when_memory_is_short():
     memory = SimpleNamespace(OutOfMemoryError=OutOfMemory)
     cuda = SimpleNamespace(Device=lambda _: contextlib.nullcontext(), memory=memory)
     fake = FakeServer(0, np.zeros(CTL_WORDS, dtype=np.uint32), None)
-    fake._cp = SimpleNamespace(cuda=cuda, empty=empty, int32=np.int32)
-    fake._device_id, fake.n = 0, 5
+    fake.tr.cp = SimpleNamespace(cuda=cuda, empty=empty, int32=np.int32)
+    fake.tr.device_id, fake.tr.n = 0, 5
     raised.append(OutOfMemory())
-    assert fake._new_spare() is None
+    assert fake.new_spare() is None
     raised[0] = KeyboardInterrupt()
     with pytest.raises(KeyboardInterrupt):
-        fake._new_spare()
+        fake.new_spare()

@@ -38,7 +38,7 @@ from blest.graph.ordering import rcm
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
 from blest.runtime.device import out_csr
-from blest.runtime.engine_block import BlockLaunch, block_plan, vertex_heads
+from blest.runtime.ss_buffers import block_buffers, block_plan, vertex_heads
 
 pytestmark = pytest.mark.skipif(not have_compiler(), reason="needs g++")
 
@@ -257,14 +257,6 @@ def test_served_calls_match_scipy(server, rng, ordered):
         assert out["ctl_out"][CTL["error"]] == 0, name
 
 
-class HostBlock(BlockLaunch):
-    """The engine's block-launch buffers, built with NumPy in place of CuPy."""
-
-    def __init__(self, prep: Prepared, smem_queue: int, record_levels: bool, spec=SPEC) -> None:
-        self._cp, self.n, self.permutation, self.spec = np, prep.n, prep.permutation, spec
-        self.smem_queue, self._record_levels = smem_queue, record_levels
-
-
 @pytest.mark.parametrize("ordered", [False, True], ids=["natural", "rcm"])
 def test_the_engine_buffers_drive_the_kernel(program, rng, ordered):
     """The arrays the engine uploads (out-adjacency, permutation, state), passed in the order of
@@ -274,11 +266,10 @@ def test_the_engine_buffers_drive_the_kernel(program, rng, ordered):
     for name in ("directed", "deep"):
         graph = small_zoo(rng, 240)[name]
         prep = Prepared.from_graph(graph, 8, rcm(graph) if ordered else None)
-        host = HostBlock(prep, smem_queue=5, record_levels=True, spec=spec)
-        arrays, state = host._block_buffers(prep)
-        assert (host._user_levels is None) == (not ordered)
-        assert (host._in_csr is not None) == (not graph.directed)
-        values = {**arrays, **state}
+        bufs = block_buffers(np, prep, spec, smem_queue=5, record_levels=True)
+        assert (bufs.user_levels is None) == (not ordered)
+        assert (bufs.in_csr is not None) == (not graph.directed)
+        values = bufs.values
         names = [p.name for p in graph_params(spec) + state_params(spec)]
         assert set(values) == set(names)
         assert values["queue"].size == 2 * blocks * prep.n
@@ -310,21 +301,25 @@ def test_block_plan_fits_the_bitmap_or_says_how_many_vertices_fit():
 
 def test_cluster_needs_sm90():
     """A cluster on a GPU older than sm_90 is refused before anything is sized or allocated."""
-    host = HostBlock.__new__(HostBlock)
-    host.arch = "sm_80"
     with pytest.raises(
         ArgumentError, match=r"cluster of 4 blocks needs .*sm_90.*this GPU is sm_80"
     ):
-        host._plan_block(1000, 4)
+        block_plan(1000, 200_000, 4, "sm_80")
+    assert block_plan(1000, 200_000, 4, "sm_90") == block_plan(1000, 200_000, 4)
 
 
 def test_launch_shapes():
-    host = HostBlock.__new__(HostBlock)
-    host.spec, host.grid_size, host.shared_bytes, host._pass_grid = SPEC, 1, 5000, 264
-    assert host._launch_shape("bfs") == (1, 5000)
-    assert host._launch_shape("parents") == (264, 0)
-    host.spec, host.grid_size = VariantSpec(), 132
-    assert host._launch_shape("bfs") == host._launch_shape("init") == (132, 0)
+    from blest.codegen.render import kernel_names
+    from blest.runtime.program import LaunchShape
+    from blest.runtime.traversal import launch_shapes
+
+    shapes = launch_shapes(SPEC, kernel_names(SPEC), 256, 1, 5000, 264)
+    assert shapes["bfs"] == LaunchShape(1, 256, 5000, False)
+    assert shapes["parents"] == shapes["deliver"] == LaunchShape(264, 256, 0, False)
+    spec = VariantSpec()
+    shapes = launch_shapes(spec, kernel_names(spec), 512, 132, 0, 0)
+    assert shapes["bfs"] == LaunchShape(132, 512, 0, True)
+    assert shapes["init"] == shapes["deliver"] == LaunchShape(132, 512, 0, False)
 
 
 def test_cpu_engines_take_the_block_variant(rng):
@@ -341,7 +336,7 @@ def test_cpu_engines_take_the_block_variant(rng):
 
 
 def test_vertex_records_hold_the_degree_and_the_first_heads(rng):
-    from blest.runtime.engine_block import INLINE_HEADS
+    from blest.runtime.ss_buffers import INLINE_HEADS
 
     graph = small_zoo(rng, 300)["power_law"]
     assert graph.out_degree.max() > INLINE_HEADS  # some heads come from the CSR

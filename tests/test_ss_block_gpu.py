@@ -89,7 +89,7 @@ def test_levels_parents_and_limits_match_scipy(zoo, cluster, block_size, ordered
         runner = ScipyBFS(graph)
         with _engine(graph, spec, permutation=perm, block_size=block_size) as eng:
             assert (eng.grid_size, eng.block_size) == (cluster, block_size)
-            assert eng.smem_queue == min(BLOCK_SMEM_QUEUE, graph.n)
+            assert eng._tr.smem_queue == min(BLOCK_SMEM_QUEUE, graph.n)
             for seeds in seed_lists(rng, graph):
                 ctx = f"{name} rcm={ordered} threads={block_size} seeds={seeds}"
                 want = runner.run(np.atleast_1d(seeds))[0]
@@ -126,12 +126,12 @@ def test_deep_reordered_graph_many_seeds_and_the_timeline(zoo, cluster):
         want = runner.run(np.array([src]))[0]
         assert want.max() >= 300
         np.testing.assert_array_equal(eng.bfs(src), want)
-        times, bottom_up = eng.level_times_ms()
+        times, bottom_up = eng.probes.level_times_ms()
         assert len(times) == eng.stats.levels_run == want.max() + 1 and bottom_up == ()
         assert (times >= 0).all() and times.sum() <= eng.stats.traversal_ms * 1.05 + 0.05
-        assert eng.stage_times_ms() is None
+        assert eng.probes.stage_times_ms() is None
         with pytest.raises(EngineError, match="shared memory"):
-            eng.debug_state()
+            eng.probes.debug_state()
         for k in (2, 33, 1000, graph.n):
             seeds = rng.choice(graph.n, k, replace=False)
             levels, parents = eng.bfs(seeds, parents=True)
@@ -143,7 +143,7 @@ def test_deep_reordered_graph_many_seeds_and_the_timeline(zoo, cluster):
 
 def test_every_sigma_and_the_factory_geometry(zoo):
     from blest.runtime import make_engine
-    from blest.runtime.protocol import Geometry
+    from blest.runtime.engine_protocol import Geometry
 
     rng, graphs = zoo
     graph = graphs["directed"]
@@ -177,10 +177,11 @@ def test_the_shared_memory_limit(monkeypatch):
     import cupy as cp
 
     from blest.codegen.toolchain import require_gpu
-    from blest.runtime import engine_block
+    from blest.runtime import device as runtime_device
+    from blest.runtime import traversal
 
     device, arch, _ = require_gpu()
-    limit = engine_block.device_smem_limit(cp, device)
+    limit = runtime_device.device_smem_limit(cp, device)
     most = block_max_vertices(limit)
     if arch == "sm_90":
         assert most > 1_800_000  # 227 KiB a block on Hopper
@@ -189,10 +190,11 @@ def test_the_shared_memory_limit(monkeypatch):
         _engine(Graph.from_arcs(empty, empty, most + 1, directed=False))
     one_edge = Graph.from_arcs(np.array([0]), np.array([most - 1]), most, directed=False)
     with _engine(one_edge) as eng:
-        assert eng.smem_queue == 0
+        assert eng._tr.smem_queue == 0
         levels = eng.bfs(most - 1)
         assert levels[0] == 1 and levels[most - 1] == 0 and (levels[1:-1] == -1).all()
-    monkeypatch.setattr(engine_block, "device_smem_limit", lambda cp, device: 64)
+    for module in (runtime_device, traversal):
+        monkeypatch.setattr(module, "device_smem_limit", lambda cp, device: 64)
     with pytest.raises(ArgumentError, match="512 vertices here, and the graph has 700"):
         _engine(path_like(np.random.default_rng(0), 700))
 
@@ -204,15 +206,15 @@ def test_cluster_levels_wider_than_shared_memory_queues(cluster, monkeypatch):
     hubs of thousands of arcs walked by whole warps. Several seeds and captured calls, against
     SciPy."""
     from blest.datasets.classes import make_power_law
-    from blest.runtime import engine_block
+    from blest.runtime import ss_buffers
 
-    cut = engine_block.block_smem_queue
-    monkeypatch.setattr(engine_block, "block_smem_queue", lambda *a, **k: min(256, cut(*a, **k)))
+    cut = ss_buffers.block_smem_queue
+    monkeypatch.setattr(ss_buffers, "block_smem_queue", lambda *a, **k: min(256, cut(*a, **k)))
     rng = np.random.default_rng()
     graph = make_power_law(rng, 60_000)
     runner = ScipyBFS(graph)
     with _engine(graph, VariantSpec.block(8, cluster), block_size=1024) as eng:
-        assert eng.smem_queue == 256
+        assert eng._tr.smem_queue == 256
         hubs = np.argsort(graph.out_degree)[-100:]  # in the giant component
         for src in rng.choice(hubs, 3, replace=False):
             want = runner.run(np.array([src]))[0]

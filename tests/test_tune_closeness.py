@@ -12,11 +12,11 @@ from random_graphs import make_power_law
 import blest
 import blest.centrality as bc
 from blest.cli import tune_main
-from blest.codegen.dense import DenseSpec
+from blest.codegen.densespec import DenseSpec
 from blest.codegen.msspec import MSSpec
 from blest.datasets import write_mtx
 from blest.errors import ConfigError
-from blest.runtime.engine_multi import DenseChoice
+from blest.runtime.many import DenseChoice
 from blest.tuning.config import TunedConfig
 
 
@@ -67,14 +67,15 @@ def test_load_tuned_applies_the_multi_source_choice(tuned, monkeypatch):
     cfg.write(path)
     seen = {}
 
+    class FakeMany:
+        def configure(self, spec, *, eta, block_size, dense):
+            seen.update(spec=spec, eta=eta, block_size=block_size, dense=dense)
+
     class FakeEngine:
         device_name = "NVIDIA H200"
 
         def __init__(self, prepared, spec, **kw):
-            pass
-
-        def configure_multi_source(self, spec, *, eta, block_size, dense):
-            seen.update(spec=spec, eta=eta, block_size=block_size, dense=dense)
+            self.many = FakeMany()
 
     monkeypatch.setattr("blest.runtime.engine.Engine", FakeEngine)
     monkeypatch.setattr(

@@ -92,7 +92,7 @@ def test_closeness_workload_tunes_and_loads(tmp_path, rng):
     assert data["tuned"] is True and data["multi_source"] is not None
     assert data["timing"]["workload"] == "closeness" and data["timing"]["ms_candidates"]
     eng = blest.load_tuned(cfg)
-    assert eng.ms_runner().spec == MSSpec.from_dict(data["multi_source"]["spec"])
+    assert eng.many.runner().spec == MSSpec.from_dict(data["multi_source"]["spec"])
     got = eng.closeness()
     eng.close()
     want = closeness(g, device="cpu")
@@ -124,8 +124,8 @@ def test_engines_share_a_preparations_device_arrays(rng):
     for spec in specs * 2:  # each engine made after the previous one closed
         with factory(Candidate("rcm", spec, 10.0 if spec.switching else None)) as eng:
             if spec.switching:
-                assert eng._arrays["in_ptr"].data.ptr == shared.in_ptr.data.ptr
-                assert eng._arrays["in_idx"].data.ptr == shared.in_idx.data.ptr
+                assert eng._tr.values["in_ptr"].data.ptr == shared.in_ptr.data.ptr
+                assert eng._tr.values["in_idx"].data.ptr == shared.in_idx.data.ptr
             for s in sources:
                 poisoned = cupy.full(g.n, 12345, dtype=cupy.int32)
                 assert np.array_equal(eng.bfs(s, out=poisoned).get(), bfs_levels(g, s))

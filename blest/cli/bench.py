@@ -81,7 +81,7 @@ def _timeline(engine: Any, recipe: dict[str, Any], src: int) -> dict[str, Any]:
         record_levels=True,
     ) as eng:
         eng.bfs(src)
-        ms, bottom_up = eng.level_times_ms()
+        ms, bottom_up = eng.probes.level_times_ms()
     return {"source": src, "level_ms": ms.tolist(), "bottom_up_levels": list(bottom_up)}
 
 

@@ -201,22 +201,10 @@ def _resolve(item: Any) -> tuple[str, str, str]:
     if isinstance(item, str):
         return item, "blest.cu", "source"
     # lazily: rendering pulls in jinja2 and the templates
-    from blest.codegen.dense import DenseSpec
-    from blest.codegen.msspec import MSSpec
+    from blest.codegen.family import emit
 
     label = str(getattr(item, "name", type(item).__name__))
-    if isinstance(item, MSSpec):
-        from blest.codegen.ms_render import render_ms
-
-        source = render_ms(item)
-    elif isinstance(item, DenseSpec):
-        from blest.codegen.dense import render_dense
-
-        source = render_dense(item)
-    else:
-        from blest.codegen.render import render
-
-        source = render(item)
+    source = emit(item).source
     return source, f"blest_{label}.cu", label
 
 

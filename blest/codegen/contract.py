@@ -36,6 +36,10 @@ __all__ = [
     "FUSED_SERVE",
     "frontier_buffers",
     "queue_buffers",
+    "frontier_slot",
+    "queue_slot",
+    "level_clock_words",
+    "STAGE2_CLOCK",
     "resident_vss",
     "launch_bounds",
     "max_block_size",
@@ -210,6 +214,29 @@ def frontier_buffers(spec: VariantSpec) -> int:
 def queue_buffers(spec: VariantSpec) -> int:
     """Rotation depth of the queue and its counters (eager resets two levels ahead)."""
     return 4 if spec.update == "eager" else 2
+
+
+def frontier_slot(spec: VariantSpec, level: int) -> int:
+    """Which of the :func:`frontier_buffers` holds F_L (the eager kernels rotate three)."""
+    return level % frontier_buffers(spec)
+
+
+def queue_slot(spec: VariantSpec, level: int) -> int:
+    """Which of the :func:`queue_buffers` (and of the QSIZE / NEW counters) holds level L's."""
+    return level % queue_buffers(spec)
+
+
+#: The level clock (``record_levels``): word L holds when level L started (ns, block 0's global
+#: timer); the BVSS kernels then keep when each level's Stage 2 started from word
+#: ``n + STAGE2_CLOCK + L`` on.
+STAGE2_CLOCK = 2
+
+
+def level_clock_words(spec: VariantSpec, n: int) -> int:
+    """Words (u64) of the level clock of ``spec`` on n vertices: the level starts (n + 2 at
+    most), and for the BVSS kernels as many Stage 2 starts after them."""
+    starts = n + STAGE2_CLOCK
+    return starts if spec.launch == "block" else 2 * starts
 
 
 CLAIMS_FORMS = ("level", "visited")

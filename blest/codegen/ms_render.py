@@ -1,18 +1,34 @@
 """Render an :class:`MSSpec` into CUDA C++ (``templates/ms_bfs.cu.j2`` and its parts).
 
 The kernel takes flat parameters in three groups (graph, per-slot state, this launch's run);
-:func:`ms_params` gives their order, which the host (:mod:`blest.runtime.msbfs`) follows.
+:func:`ms_params` gives their order, which the host (:mod:`blest.runtime.ms_runner`) follows
+through :func:`ms_program`.
 """
 
 from __future__ import annotations
 
 import functools
 
-from blest.codegen.contract import CTL_FIELDS, CTL_WORDS, SLOT_FIELDS, SLOT_WORDS
-from blest.codegen.msspec import MSSpec
-from blest.codegen.render import KERNEL_PREFIX, KernelParam, render_file
+from blest.codegen.contract import SLOT_FIELDS, SLOT_WORDS
+from blest.codegen.msspec import MSSpec, shared_bytes
+from blest.codegen.program import (
+    KERNEL_PREFIX,
+    KernelParam,
+    KernelProgram,
+    ParamGroup,
+    kernel_context,
+    render_file,
+)
 
-__all__ = ["MS_KERNEL", "ms_graph_params", "ms_state_params", "ms_run_params", "render_ms"]
+__all__ = [
+    "MS_KERNEL",
+    "ms_graph_params",
+    "ms_state_params",
+    "ms_run_params",
+    "ms_params",
+    "render_ms",
+    "ms_program",
+]
 
 #: The one entry point of a multi-source module.
 MS_KERNEL = f"{KERNEL_PREFIX}_ms"
@@ -74,39 +90,44 @@ def ms_params() -> list[KernelParam]:
     return ms_graph_params() + ms_state_params() + ms_run_params()
 
 
-def _context(spec: MSSpec) -> dict:
-    gp, sp, rp = ms_graph_params(), ms_state_params(), ms_run_params()
-    params = "\n    " + ",\n    ".join(f"{p.ctype} {p.name}" for p in gp + sp + rp)
-    unpack = (
-        "const Graph g{" + ", ".join(p.name for p in gp) + "};\n    "
-        "const State st{" + ", ".join(p.name for p in sp) + "};\n    "
-        "const Run run{" + ", ".join(p.name for p in rp) + "};"
+def _groups() -> tuple[ParamGroup, ...]:
+    return (
+        ParamGroup("Graph", "g", "graph", tuple(ms_graph_params())),
+        ParamGroup("State", "st", "state", tuple(ms_state_params())),
+        ParamGroup("Run", "run", "run", tuple(ms_run_params())),
     )
-    return {
-        "spec": spec,
-        "sigma": spec.sigma,
-        "theta": spec.theta,
-        "tau": spec.tau,
-        "kappa": spec.kappa,
-        "chunks": spec.chunks,
-        "rounds": max(1, spec.theta // 2),
-        "slice_mask": "0x%x" % ((1 << spec.sigma) - 1),
-        "pair_mask": "0x%x" % ((1 << min(2 * spec.sigma, 32)) - 1),
-        "row_load_bytes": 4 * spec.theta,
-        "ctl_fields": CTL_FIELDS,
-        "ctl_words": CTL_WORDS,
-        "slot_fields": SLOT_FIELDS,
-        "slot_words": SLOT_WORDS,
-        "graph_fields": [(p.ctype, p.name, p.doc) for p in gp],
-        "state_fields": [(p.ctype, p.name, p.doc) for p in sp],
-        "run_fields": [(p.ctype, p.name, p.doc) for p in rp],
-        "params": params,
-        "unpack": unpack,
-        "prefix": KERNEL_PREFIX,
-    }
+
+
+def _context(spec: MSSpec) -> dict:
+    return kernel_context(
+        spec,
+        _groups(),
+        kappa=spec.kappa,
+        chunks=spec.chunks,
+        slot_fields=SLOT_FIELDS,
+        slot_words=SLOT_WORDS,
+    )
 
 
 @functools.lru_cache(maxsize=64)
 def render_ms(spec: MSSpec) -> str:
     """The CUDA C++ source of ``spec``: readable, self-contained, deterministic."""
     return render_file("ms_bfs.cu.j2", _context(spec))
+
+
+@functools.lru_cache(maxsize=64)
+def ms_program(spec: MSSpec) -> KernelProgram:
+    """The module of ``spec`` as the runtime loads it: one role, ``"ms"``."""
+
+    def shared(n: int, smem_queue: int = 0) -> int:
+        return shared_bytes(spec, n, smem_queue)
+
+    return KernelProgram(
+        family="multi",
+        name=spec.name,
+        source=render_ms(spec),
+        kernels={"ms": MS_KERNEL},
+        groups=_groups(),
+        tables=("CTL", "SLOT"),
+        shared_bytes=shared,
+    )

@@ -10,17 +10,11 @@ deterministic: the same spec gives byte-identical source.
 from __future__ import annotations
 
 import functools
-import re
-from dataclasses import dataclass
-
-import jinja2
 
 from blest.codegen.contract import (
     CLAIMS_FORMS,
     CLUSTER_HEAD_WORDS,
     CLUSTER_SCAN_WORDS,
-    CTL_FIELDS,
-    CTL_WORDS,
     DST_HOST_BIT,
     DST_TAG_MASK,
     DST_TAG_SHIFT,
@@ -31,38 +25,36 @@ from blest.codegen.contract import (
     SERVE_FIELDS,
     SERVE_QUIT,
     SERVE_WORDS,
+    block_smem_bytes,
     entry_with_top,
     frontier_buffers,
     launch_bounds,
     queue_buffers,
     resident_vss,
 )
+from blest.codegen.program import (
+    KERNEL_PREFIX,
+    KernelParam,
+    KernelProgram,
+    ParamGroup,
+    environment,
+    kernel_context,
+    render_file,
+)
 from blest.codegen.spec import VariantSpec
 from blest.errors import ArgumentError
 
 __all__ = [
     "render",
+    "program",
     "has_serving_kernel",
     "render_snippet",
     "render_jaccard",
-    "environment",
-    "KernelParam",
     "graph_params",
     "state_params",
+    "call_params",
     "kernel_names",
-    "KERNEL_PREFIX",
 ]
-
-KERNEL_PREFIX = "blest"
-
-
-@dataclass(frozen=True)
-class KernelParam:
-    """One flat kernel parameter: its C type, name (also the struct field) and a comment."""
-
-    ctype: str
-    name: str
-    doc: str = ""
 
 
 def graph_params(spec: VariantSpec) -> list[KernelParam]:
@@ -167,74 +159,90 @@ def kernel_names(spec: VariantSpec, serving: bool = False) -> dict[str, str]:
     return names
 
 
-@functools.lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
-    """The jinja2 environment over ``blest/templates`` (strict: an undefined name is an error)."""
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("blest", "templates"),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
+#: Arguments each role's kernel takes after the common ones (the templates spell them out; the
+#: ABI tests check that they agree).
+_SEEDS = (
+    KernelParam("const int* __restrict__", "seeds", "null, or n_seeds internal seeds"),
+    KernelParam("int", "n_seeds"),
+    KernelParam("int", "src", "the one seed when seeds is null"),
+)
+_RULES = (
+    KernelParam("int", "depth_limit", "-1: none"),
+    KernelParam("double", "eta"),
+    KernelParam("double", "beta"),
+    KernelParam("double", "alpha"),
+    KernelParam("unsigned int", "small_queue"),
+    KernelParam("u32*", "ctl_out", "where a fused call delivers the control block, or null"),
+)
+
+
+def call_params(spec: VariantSpec, role: str) -> tuple[KernelParam, ...]:
+    """The arguments kernel ``role`` of ``spec``'s modules takes after the common ones (its
+    part of the ABI; :func:`kernel_names` lists the roles)."""
+    block = spec.launch == "block"
+    if role == "init":
+        return _SEEDS
+    if role == "bfs":
+        if block:
+            return (*_SEEDS, KernelParam("int", "depth_limit"))
+        return (*_RULES, KernelParam("int", "fused", "FUSED_ONCE: init, traverse, deliver"))
+    if role == "stage1":
+        return (KernelParam("int", "L"), *_RULES[:3])
+    if role == "stage2":
+        return (KernelParam("int", "L"),)
+    if role == "deliver":
+        return (
+            KernelParam("const unsigned long long*", "dst_slot", "holds where the levels go"),
+            KernelParam("u32*", "ctl_out", "where the control block goes, or null"),
+        )
+    if role == "parents":
+        return (
+            KernelParam("const long long* __restrict__", "adj_in_ptr"),
+            KernelParam("const int* __restrict__", "adj_in_idx"),
+            KernelParam("int* __restrict__", "user_parents"),
+        )
+    if role == "serve":
+        ends = (KernelParam("u32*", "ctl_out"), KernelParam("u32*", "ctl_copy"))
+        return ends if block else (*_RULES[:5], *ends)
+    raise ArgumentError(f"{spec.name} has no kernel role {role!r}")
+
+
+def _groups(spec: VariantSpec) -> tuple[ParamGroup, ...]:
+    return (
+        ParamGroup("Graph", "g", "graph", tuple(graph_params(spec))),
+        ParamGroup("State", "st", "state", tuple(state_params(spec))),
     )
-
-
-def render_file(template: str, context: dict) -> str:
-    """A kernel file rendered from ``template``: blank-line runs squeezed (stable spacing
-    whatever the include pattern), one trailing newline."""
-    text = environment().get_template(template).render(**context)
-    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
 
 def _context(spec: VariantSpec, serving: bool = False, claims: str | None = None) -> dict:
-    gp, sp = graph_params(spec), state_params(spec)
-    params = "\n    " + ",\n    ".join(f"{p.ctype} {p.name}" for p in gp + sp)
-    unpack = (
-        "const Graph g{" + ", ".join(p.name for p in gp) + "};\n    "
-        "const State st{" + ", ".join(p.name for p in sp) + "};"
+    context = kernel_context(
+        spec,
+        _groups(spec),
+        serving=serving,
+        claims=claims,
+        sets_per_word=32 // spec.sigma,
+        frontier_buffers=frontier_buffers(spec),
+        queue_buffers=queue_buffers(spec),
+        resident=resident_vss(spec),
+        entry_with_top=entry_with_top(spec),
+        launch_bounds=", ".join(str(x) for x in launch_bounds(spec)),
+        serve_fields=SERVE_FIELDS,
+        serve_words=SERVE_WORDS,
+        serve_quit=SERVE_QUIT,
+        dst_tag_shift=DST_TAG_SHIFT,
+        dst_tag_mask=DST_TAG_MASK,
+        dst_host_bit=DST_HOST_BIT,
+        fused_once=FUSED_ONCE,
+        fused_serve=FUSED_SERVE,
+        reset_ahead=1 if spec.update == "eager" else 0,
+        cluster_head_words=CLUSTER_HEAD_WORDS,
+        cluster_scan_words=CLUSTER_SCAN_WORDS,
+        hub_degree=HUB_DEGREE,
+        hub_count_shift=HUB_COUNT_SHIFT,
     )
     # The persistent driver aims st.levels at each fused call's destination (deliver.cu.j2).
-    unpack_aimed = unpack.replace("const State st", "State st")
-    return {
-        "spec": spec,
-        "serving": serving,
-        "claims": claims,
-        "sigma": spec.sigma,
-        "theta": spec.theta,
-        "tau": spec.tau,
-        "rounds": max(1, spec.theta // 2),
-        "slice_mask": "0x%x" % ((1 << spec.sigma) - 1),
-        "pair_mask": "0x%x" % ((1 << min(2 * spec.sigma, 32)) - 1),
-        "sets_per_word": 32 // spec.sigma,
-        "row_load_bytes": 4 * spec.theta,
-        "frontier_buffers": frontier_buffers(spec),
-        "queue_buffers": queue_buffers(spec),
-        "resident": resident_vss(spec),
-        "entry_with_top": entry_with_top(spec),
-        "launch_bounds": ", ".join(str(x) for x in launch_bounds(spec)),
-        "ctl_fields": CTL_FIELDS,
-        "ctl_words": CTL_WORDS,
-        "serve_fields": SERVE_FIELDS,
-        "serve_words": SERVE_WORDS,
-        "serve_quit": SERVE_QUIT,
-        "dst_tag_shift": DST_TAG_SHIFT,
-        "dst_tag_mask": DST_TAG_MASK,
-        "dst_host_bit": DST_HOST_BIT,
-        "fused_once": FUSED_ONCE,
-        "fused_serve": FUSED_SERVE,
-        "reset_ahead": 1 if spec.update == "eager" else 0,
-        "graph_fields": [(p.ctype, p.name, p.doc) for p in gp],
-        "state_fields": [(p.ctype, p.name, p.doc) for p in sp],
-        "params": params,
-        "unpack": unpack,
-        "unpack_aimed": unpack_aimed,
-        "prefix": KERNEL_PREFIX,
-        "cluster_head_words": CLUSTER_HEAD_WORDS,
-        "cluster_scan_words": CLUSTER_SCAN_WORDS,
-        "hub_degree": HUB_DEGREE,
-        "hub_count_shift": HUB_COUNT_SHIFT,
-    }
+    context["unpack_aimed"] = context["unpack"].replace("const State st", "State st")
+    return context
 
 
 @functools.lru_cache(maxsize=256)
@@ -254,6 +262,29 @@ def render(spec: VariantSpec, serving: bool = False, claims: str | None = None) 
             f"claims={claims!r}: one of {CLAIMS_FORMS} for an eager variant, not {spec.name}"
         )
     return render_file("bfs.cu.j2", _context(spec, serving, claims))
+
+
+@functools.lru_cache(maxsize=256)
+def program(spec: VariantSpec, serving: bool = False, claims: str | None = None) -> KernelProgram:
+    """The module of ``spec`` (arguments as :func:`render`) as the runtime loads it."""
+    roles = kernel_names(spec, serving)
+    block = spec.launch == "block"
+    cluster = spec.cluster
+
+    def shared(n: int, smem_queue: int = 0) -> int:
+        return block_smem_bytes(n, smem_queue, cluster) if block else 0
+
+    return KernelProgram(
+        family="single",
+        name=spec.name + ("_serve" if serving else ""),
+        source=render(spec, serving, claims),
+        kernels=roles,
+        groups=_groups(spec),
+        extras={role: call_params(spec, role) for role in roles},
+        launch_bounds=launch_bounds(spec) if spec.launch == "persistent" else (1024,),
+        tables=("CTL", "SERVE") if has_serving_kernel(spec) else ("CTL",),
+        shared_bytes=shared,
+    )
 
 
 def has_serving_kernel(spec: VariantSpec) -> bool:

@@ -4,7 +4,7 @@ emulator), kernel loading and launching, and the GPU dispatch of JaccardWithWind
 Build engines with :func:`make_engine`; every engine follows :class:`BFSEngine`.
 """
 
+from blest.runtime.engine_protocol import BFSEngine, BFSStats, Geometry
 from blest.runtime.factory import DEVICES, make_engine, resolve_device
-from blest.runtime.protocol import BFSEngine, BFSStats, Geometry
 
 __all__ = ["BFSEngine", "BFSStats", "DEVICES", "Geometry", "make_engine", "resolve_device"]

@@ -17,17 +17,17 @@ import numpy as np
 
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
-from blest.errors import GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, bfs_many_levels, source_sums
 from blest.reference.scipy_bfs import ScipyBFS
-from blest.runtime.base import EngineBase
-from blest.runtime.multi import Progress
+from blest.runtime import arguments
+from blest.runtime.arguments import Progress
+from blest.runtime.host_engine import HostEngine
 
 __all__ = ["CPUEngine"]
 
 
-class CPUEngine(EngineBase):
+class CPUEngine(HostEngine):
     """BFS with SciPy on the CPU (see the module docstring)."""
 
     device_name = "CPU (SciPy)"
@@ -54,12 +54,9 @@ class CPUEngine(EngineBase):
         ``out`` may be an int32 NumPy array of length n, filled with the levels and returned.
         """
         self._check_open()
-        if isinstance(out, str):
-            raise GPUUnavailableError("out='device' needs a GPU engine")
-        if out is not None:
-            self._check_host_out(out)
+        self._check_out(out)
         user, internal = self._seeds(src)
-        limit = self._depth_limit(depth_limit)
+        limit = arguments.depth_limit(depth_limit)
         t0 = time.perf_counter()
         levels, par = self._scipy.run(
             user, depth_limit=None if limit < 0 else limit, parents=bool(parents)

@@ -16,18 +16,18 @@ import numpy as np
 
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
-from blest.errors import GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, sums_from_levels
 from blest.reference.emulator import emulate_parents, emulate_spec
 from blest.reference.hops import emulate_hops
-from blest.runtime.base import EngineBase
-from blest.runtime.multi import Progress
+from blest.runtime import arguments
+from blest.runtime.arguments import Progress
+from blest.runtime.host_engine import HostEngine
 
 __all__ = ["EmulatedEngine"]
 
 
-class EmulatedEngine(EngineBase):
+class EmulatedEngine(HostEngine):
     """BFS through the NumPy emulator of ``spec`` (see the module docstring)."""
 
     device_name = "CPU (NumPy emulator of the kernel)"
@@ -55,12 +55,9 @@ class EmulatedEngine(EngineBase):
         ``out`` may be an int32 NumPy array of length n, filled with the levels and returned.
         """
         self._check_open()
-        if isinstance(out, str):
-            raise GPUUnavailableError("out='device' needs a GPU engine")
-        if out is not None:
-            self._check_host_out(out)
+        self._check_out(out)
         user, internal = self._seeds(src)
-        limit = self._depth_limit(depth_limit)
+        limit = arguments.depth_limit(depth_limit)
         t0 = time.perf_counter()
         depth = None if limit < 0 else limit
         if self.spec.hops > 1:  # several levels a phase over B's BVSS (blest.reference.hops)

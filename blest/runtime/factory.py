@@ -6,7 +6,7 @@ from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
 from blest.errors import ArgumentError
 from blest.graph.prepared import Prepared
-from blest.runtime.protocol import BFSEngine, Geometry
+from blest.runtime.engine_protocol import BFSEngine, Geometry
 
 __all__ = ["DEVICES", "make_engine", "resolve_device"]
 

@@ -26,7 +26,7 @@ from blest._version import __version__
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA
 from blest.errors import ConfigError
-from blest.runtime.protocol import Geometry
+from blest.runtime.engine_protocol import Geometry
 from blest.tuning.files import atomic_write
 
 __all__ = [
@@ -286,7 +286,7 @@ def _dense_choice(data: Any) -> dict[str, Any] | None:
     dense form's {spec, block_size}, checked."""
     if data is None:
         return None
-    from blest.codegen.dense import DenseSpec
+    from blest.codegen.densespec import DenseSpec
 
     spec, block, _ = _spec_and_block(data, "multi_source.dense", DenseSpec)
     return {"spec": spec.to_dict(), "block_size": block}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from blest.runtime.engine_protocol import Geometry
 from blest.runtime.factory import make_engine
-from blest.runtime.protocol import Geometry
 from blest.tuning.prepare import Preparation
 from blest.tuning.space import Candidate
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from blest.errors import ConfigError
 from blest.graph.prepared import Prepared
+from blest.runtime.engine_protocol import BFSEngine
 from blest.runtime.factory import make_engine, resolve_device
-from blest.runtime.protocol import BFSEngine
 from blest.tuning.artifact import load_artifact
 from blest.tuning.config import TunedConfig
 from blest.tuning.files import sha256_file
@@ -90,11 +90,12 @@ def load_tuned(
         geometry=cfg.geometry,
         device=where,
     )
-    if cfg.multi_source is not None and hasattr(engine, "configure_multi_source"):
+    many = getattr(engine, "many", None)  # the GPU engine's many-source work
+    if cfg.multi_source is not None and many is not None:
         from blest.codegen.msspec import MSSpec
 
         ms = cfg.multi_source
-        engine.configure_multi_source(
+        many.configure(
             MSSpec.from_dict(ms["spec"]),
             eta=ms["eta"],
             block_size=ms["block_size"],
@@ -105,13 +106,13 @@ def load_tuned(
 
 
 def _dense_choice(ms: dict[str, Any]) -> Any:
-    """A config's every-vertex choice for ``configure_multi_source(dense=...)``."""
+    """A config's every-vertex choice for ``ManySources.configure(dense=...)``."""
     if "dense" not in ms:
         return "auto"
     if ms["dense"] is None:
         return None
-    from blest.codegen.dense import DenseSpec
-    from blest.runtime.engine_multi import DenseChoice
+    from blest.codegen.densespec import DenseSpec
+    from blest.runtime.many import DenseChoice
 
     return DenseChoice(DenseSpec.from_dict(ms["dense"]["spec"]), ms["dense"]["block_size"])
 

@@ -8,7 +8,7 @@ first (the block form leads only on deep graphs whose real run fills every SM wi
 stops a candidate once it is clearly slower than the best so far, and refines eta on the best
 few.
 
-Where the dense form takes the graph (every source at once, :mod:`blest.codegen.dense`),
+Where the dense form takes the graph (every source at once, :mod:`blest.codegen.densespec`),
 :func:`search_dense` times its variants on whole runs; the tuner keeps it for the sums of every
 vertex when its run beats the batched pick's seconds per source times n.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from blest.codegen.dense import DenseSpec, dense_variants
+from blest.codegen.densespec import DenseSpec, dense_variants
 from blest.codegen.msspec import MSSpec, queue_smem_bytes, smem_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA, KAPPAS, SOURCE_SEED
 from blest.graph.prepared import Prepared
@@ -164,7 +164,7 @@ def time_candidate(
     """Seconds per source of one warm run over ``sources`` (internal ids) on the GPU. With
     ``limit_s``, the run stops after the first launch that ends past it, and the rate so far
     is returned (launches cover whole batches, so the estimate is fair)."""
-    from blest.runtime.msbfs import MSRunner
+    from blest.runtime.ms_runner import MSRunner
 
     runner = MSRunner(prepared, c.spec, eta=c.eta, block_size=c.block_size)
     t0 = 0.0
@@ -256,7 +256,7 @@ class DenseTimed:
 
 def time_dense(prepared: Prepared, spec: DenseSpec, block_size: int, repeats: int = 3) -> float:
     """Seconds of the fastest of ``repeats`` warm runs of the dense form over every source."""
-    from blest.runtime.dense import DenseRunner
+    from blest.runtime.dense_runner import DenseRunner
 
     runner = DenseRunner(prepared, spec, block_size=block_size)
     try:
@@ -374,12 +374,12 @@ def search_every_vertex(
     sample: int = 4096,
 ) -> EveryVertexPick:
     """The batched search (:func:`search_multi_source`) and, where the dense form is worth it
-    (:func:`~blest.runtime.engine_multi.dense_takes`), the dense variants (a fifth of the
+    (:func:`~blest.runtime.many.dense_takes`), the dense variants (a fifth of the
     budget) on whole runs; the dense form is kept when its run beats the batched pick's rate
     times n."""
     import cupy
 
-    from blest.runtime.engine_multi import dense_takes
+    from blest.runtime.many import dense_takes
 
     prep = prepared(sigmas[0])
     free, _ = cupy.cuda.runtime.memGetInfo()

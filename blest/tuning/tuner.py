@@ -34,7 +34,7 @@ from blest.graph.bvss import u_div
 from blest.graph.core import Graph
 from blest.graph.hops import TWO_HOP_RATIO, two_hop_arcs_bound
 from blest.graph.prepared import Prepared
-from blest.runtime.protocol import Geometry
+from blest.runtime.engine_protocol import Geometry
 from blest.tuning.config import GPUInfo, GraphInfo, PreparationInfo, TunedConfig
 from blest.tuning.paper import paper_spec, three_run_rule
 from blest.tuning.prepare import (

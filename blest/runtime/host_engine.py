@@ -1,5 +1,8 @@
-"""What the engines share: the prepared graph, the variant, source checks, the generated code,
-closing and the context manager. Subclasses implement the traversal."""
+"""What the CPU engines share (:class:`~blest.runtime.cpu.CPUEngine`, SciPy's BFS, and
+:class:`~blest.runtime.emulated.EmulatedEngine`, the kernel emulator): the prepared graph, the
+variant a GPU would run, the checks of a call, the generated code, many-source calls through
+:meth:`HostEngine._bfs_many` and :meth:`HostEngine._source_sums`, closing and the context
+manager. Subclasses implement the traversal."""
 
 from __future__ import annotations
 
@@ -14,28 +17,16 @@ from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ALPHA, DEFAULT_ARCH, DEFAULT_BETA
 from blest.errors import ArgumentError, EngineError
 from blest.graph.prepared import Prepared
-from blest.reference.centrality import SourceSums, as_sources
-from blest.reference.scipy_bfs import check_seeds, check_source, is_single_seed
-from blest.runtime.multi import (
-    Progress,
-    centrality_sources,
-    check_out,
-    finish_closeness,
-    finish_harmonic,
-)
-from blest.runtime.protocol import BFSStats
+from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
+from blest.runtime import arguments
+from blest.runtime.arguments import Progress, call_rules, check_idle_ms
+from blest.runtime.engine_protocol import BFSStats
 
-__all__ = ["EngineBase"]
+__all__ = ["HostEngine"]
 
 
-def check_idle_ms(idle_ms: float) -> None:
-    """Refuse an idle limit for :meth:`EngineBase.serving` outside (0, 60000] ms."""
-    if not (isinstance(idle_ms, (int, float)) and 0 < idle_ms <= 60_000):
-        raise ArgumentError(f"idle_ms must be in (0, 60000], got {idle_ms!r}")
-
-
-class EngineBase:
-    """Common state of every engine: ``prepared``, ``spec``, ``eta``, ``beta``, ``alpha``,
+class HostEngine:
+    """Common state of the CPU engines: ``prepared``, ``spec``, ``eta``, ``beta``, ``alpha``,
     ``n``, ``graph``."""
 
     device_name = "CPU"
@@ -59,33 +50,48 @@ class EngineBase:
                 f"the variant has sigma={self.spec.sigma} but the graph was prepared at "
                 f"sigma={prepared.sigma}"
             )
-        eta, beta, alpha = float(eta), float(beta), float(alpha)
-        if not eta >= 0:  # also refuses NaN
-            raise ArgumentError(f"eta must be >= 0 (inf allowed), got {eta}")
-        if not beta >= 0:
-            raise ArgumentError(f"beta must be >= 0 (0: off, inf allowed), got {beta}")
-        if not alpha >= 0:
-            raise ArgumentError(f"alpha must be >= 0 (0: off, inf allowed), got {alpha}")
         if alpha and self.spec.launch == "per_level":  # as its kernels: no barrier to count at
             raise ArgumentError(f"alpha > 0 needs a persistent variant, not {self.spec.name}")
+        self._rules = call_rules(eta, beta, alpha, 0, True)
         self.prepared = prepared
         self.graph = prepared.graph
         self.n = prepared.n
         self.permutation = prepared.permutation
-        self.eta = eta
-        self.beta = beta
-        self.alpha = alpha
         self._new_of_old = np.asarray(prepared.permutation.new_of_old)
         self._lock = threading.RLock()  # engine methods may call bfs
         self._closed = False
         self.last_stats: BFSStats | None = None
 
+    # ------------------------------------------------------------------ settings
+    @property
+    def eta(self) -> float:
+        return self._rules.eta
+
+    @eta.setter
+    def eta(self, value: float) -> None:
+        self._rules = self._rules._replace(eta=arguments.check_rule("eta", value))
+
+    @property
+    def beta(self) -> float:
+        return self._rules.beta
+
+    @beta.setter
+    def beta(self, value: float) -> None:
+        self._rules = self._rules._replace(beta=arguments.check_rule("beta", value))
+
+    @property
+    def alpha(self) -> float:
+        return self._rules.alpha
+
+    @alpha.setter
+    def alpha(self, value: float) -> None:
+        self._rules = self._rules._replace(alpha=arguments.check_rule("alpha", value))
+
     # ------------------------------------------------------------------ served calls
     @contextlib.contextmanager
     def serving(self, idle_ms: float = 20.0) -> Iterator[Any]:
-        """Serve plain calls from a kernel that stays on the GPU while the block runs (the
-        persistent GPU variants: :meth:`blest.runtime.engine.Engine.serving`); the other
-        engines, CPU paths included, run their calls as usual inside it. Yields the engine."""
+        """No serving kernel on the CPU: calls run as usual inside the block. Yields the
+        engine."""
         check_idle_ms(idle_ms)
         self._check_open()
         yield self
@@ -93,14 +99,14 @@ class EngineBase:
     # ------------------------------------------------------------------ generated code
     @property
     def source(self) -> str:
-        """The generated CUDA C++ of this engine's variant."""
+        """The generated CUDA C++ of this engine's variant (the kernel a GPU would run)."""
         from blest.codegen.render import render
 
         return render(self.spec)
 
     @property
     def ptx(self) -> str:
-        """PTX of the variant for this engine's GPU architecture (NVRTC; no GPU needed)."""
+        """PTX of the variant (NVRTC; no GPU needed)."""
         from blest.codegen.compile import compile_source
 
         arch = self.arch.replace("sm_", "compute_")
@@ -111,34 +117,18 @@ class EngineBase:
         if self._closed:
             raise EngineError(f"this {type(self).__name__} is closed")
 
-    def _sources(self, src: Any) -> tuple[int, int]:
-        """(user id, internal id) of a source vertex."""
-        user = check_source(src, self.n)
-        return user, int(self._new_of_old[user])
-
     def _seeds(self, src: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(user seeds as given, int64; internal seeds sorted without repeats, int32) of one
-        source vertex or a sequence of seeds."""
-        if is_single_seed(src):
-            user, internal = self._sources(src)
-            return np.array([user], dtype=np.int64), np.array([internal], dtype=np.int32)
-        user = check_seeds(src, self.n)
-        return user, np.unique(self._new_of_old[user]).astype(np.int32)
+        """(user seeds as given, int64; internal seeds sorted without repeats, int32)."""
+        return arguments.seeds(src, self.n, self._new_of_old)
 
-    @staticmethod
-    def _depth_limit(depth_limit: int | None) -> int:
-        if depth_limit is None:
-            return -1
-        limit = int(depth_limit)
-        if limit < 0:
-            raise ArgumentError(f"depth_limit must be >= 0, got {depth_limit}")
-        return limit
-
-    def _check_host_out(self, out: Any) -> None:
-        if not isinstance(out, np.ndarray) or out.dtype != np.int32 or out.shape != (self.n,):
-            raise ArgumentError(f"out must be an int32 array of shape ({self.n},)")
-        if not out.flags.writeable:
-            raise ArgumentError("out is read-only")
+    def _check_out(self, out: Any) -> None:
+        if isinstance(out, str):
+            raise ArgumentError(
+                f"out={out!r} asks for a GPU array; this engine runs on the CPU "
+                "(pass None or an int32 NumPy array)"
+            )
+        if out is not None:
+            arguments.check_host_out(out, self.n)
 
     def _stats(self, user: np.ndarray, levels: np.ndarray, seeds: int, ms: float) -> BFSStats:
         """Statistics of a CPU call from its levels (user ids)."""
@@ -168,18 +158,11 @@ class EngineBase:
 
     # ------------------------------------------------------------------ many sources
     def bfs_many(self, sources: Any, *, out: Any = None, progress: Progress | None = None) -> Any:
-        """Levels from every source: an int32 array of shape ``(len(sources), n)``, row i the
-        levels from ``sources[i]`` (user ids; repeats allowed), -1 for unreachable vertices.
-
-        ``out`` may be an int32 array of that shape (a ``numpy.memmap`` for results larger than
-        memory); without it, a result that would not fit in memory is refused with its size.
-        ``progress(done, total)`` is called as batches of sources finish.
-        """
+        """Levels from every source: an int32 array of shape ``(len(sources), n)`` (see
+        :meth:`blest.runtime.engine.Engine.bfs_many`)."""
         self._check_open()
-        users = as_sources(sources, self.n)
-        if users.size == 0:
-            raise ArgumentError("bfs_many needs at least one source")
-        result = check_out(out, users.size, self.n)
+        users = arguments.bfs_many_sources(sources, self.n)
+        result = arguments.many_out(out, users.size, self.n)
         return self._bfs_many(users, result, progress)
 
     def source_sums(self, sources: Any = None, *, progress: Progress | None = None) -> SourceSums:
@@ -187,7 +170,7 @@ class EngineBase:
         it, the number of vertices that reach it (itself included) and the harmonic sum, from
         BFSs over in-arcs (the arcs themselves on an undirected graph)."""
         self._check_open()
-        return self._source_sums(centrality_sources(sources, self.n), progress)
+        return self._source_sums(arguments.centrality_sources(sources, self.n), progress)
 
     def closeness(
         self, sources: Any = None, *, wf_improved: bool = True, progress: Progress | None = None
@@ -195,12 +178,12 @@ class EngineBase:
         """Closeness centrality of ``sources`` (default: every vertex, in id order), float64,
         exactly as NetworkX's ``closeness_centrality`` defines it (see docs/design.md)."""
         sums = self.source_sums(sources, progress=progress)
-        return finish_closeness(sums, self.n, wf_improved)
+        return closeness_from_sums(sums, self.n, wf_improved=wf_improved)
 
     def harmonic(self, sources: Any = None, *, progress: Progress | None = None) -> np.ndarray:
         """Harmonic centrality of ``sources`` (default: every vertex): the sum over the other
         vertices v of 1 / d(v, u), float64, from the same traversals as :meth:`closeness`."""
-        return finish_harmonic(self.source_sums(sources, progress=progress))
+        return harmonic_from_sums(self.source_sums(sources, progress=progress))
 
     def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:
         raise NotImplementedError
@@ -213,10 +196,6 @@ class EngineBase:
         """Release what the engine holds; further calls raise :class:`EngineError`."""
         with self._lock:
             self._closed = True
-            self._release()
-
-    def _release(self) -> None:
-        """Free resources (subclasses); called once, under the lock."""
 
     def __enter__(self) -> Any:
         return self

@@ -1,4 +1,4 @@
-"""The GPU dense runner: the sums of every vertex's BFS in one launch (``DenseSpec``).
+"""The GPU dense runner: the sums of every vertex's BFS in one launch (a ``DenseSpec``).
 
 :class:`DenseRunner` uploads the in-adjacency of a prepared graph and its units of work, keeps
 the four n-row bitmaps, and runs all n BFSs at once (``templates/ms_dense.cu.j2``). Its sums are
@@ -15,20 +15,19 @@ from collections.abc import Callable
 import numpy as np
 
 from blest.codegen.contract import CTL, CTL_WORDS
-from blest.codegen.dense import (
-    DENSE_KERNEL,
+from blest.codegen.dense_render import dense_program
+from blest.codegen.densespec import (
     DENSE_MAX_N,
     DenseSpec,
     chunk_sources,
     dense_bytes,
-    dense_params,
-    render_dense,
     row_words,
 )
 from blest.errors import ArgumentError, EngineError
 from blest.graph.prepared import Prepared, to_host
 from blest.reference.centrality import SourceSums
 from blest.runtime.device import cupy_module, pinned_array, require_memory
+from blest.runtime.program import DeviceProgram, LaunchShape
 
 __all__ = ["DenseRunner", "dense_units", "dense_fits"]
 
@@ -130,21 +129,15 @@ class DenseRunner:
         self.units = int(units.shape[0])
 
     def _load(self) -> None:
-        from blest.codegen.compile import compile_source
-        from blest.runtime.launch import PreparedLaunch, load_module, max_cooperative_grid
+        from blest.runtime.launch import max_cooperative_grid
 
-        self.source = render_dense(self.spec)
-        binary = compile_source(self.source, arch=self.arch, name=f"blest_{self.spec.name}.cu")
-        kernel = load_module(binary, self.device_id).get_function(DENSE_KERNEL)
-        self.grid = max_cooperative_grid(kernel, self.block_size)
+        kernels = dense_program(self.spec)
+        self.source = kernels.source
+        self._program = DeviceProgram(kernels, self.device_id, self.arch, self._args)
+        self.grid = max_cooperative_grid(self._program.kernels["dense"], self.block_size)
         if self.grid < 1:
             raise EngineError(f"{self.spec.name} cannot run {self.block_size} threads here")
-        names = [p.name for p in dense_params()]
-        self._index = {name: i for i, name in enumerate(names)}
-        self._launch = PreparedLaunch(
-            kernel, (self.grid,), (self.block_size,), [self._args[k] for k in names],
-            cooperative=True,
-        )  # fmt: skip
+        self._program.shapes["dense"] = LaunchShape(self.grid, self.block_size, 0, True)
 
     def sums(
         self,
@@ -159,11 +152,10 @@ class DenseRunner:
             raise ArgumentError(f"chunks must lie in [0, {self.n_chunks}], got {chunks}")
         cp = self._cp
         with cp.cuda.Device(self.device_id):
-            self._launch.set(self._index["chunk_first"], np.int32(first))
-            self._launch.set(self._index["chunk_last"], np.int32(last))
+            self._program.rebind(chunk_first=np.int32(first), chunk_last=np.int32(last))
             t0 = time.perf_counter()
             self._ctl.data.memset_async(0, self._ctl.nbytes)
-            self._launch()
+            self._program.launch("dense")
             self._out.get(out=self._host_out)  # waits for the kernel
             ctl = self._host_out[: CTL_WORDS // 2].view(np.uint32)
             if ctl[CTL["error"]]:
@@ -187,6 +179,6 @@ class DenseRunner:
         )
 
     def close(self) -> None:
+        self._program.close()
         self._args = {}
-        self._launch = None
         self._out = self._host_out = self._packed = self._ctl = None

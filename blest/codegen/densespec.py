@@ -1,4 +1,4 @@
-"""DenseSpec: the every-vertex multi-source BFS, and its rendering (``templates/ms_dense.cu.j2``).
+"""DenseSpec: the every-vertex multi-source BFS (rendered by :mod:`blest.codegen.dense_render`).
 
 Closeness or harmonic centrality of *every* vertex needs all n BFSs. On a small, shallow graph
 the dense form runs them at once: kappa = n, one bit per source in each row of an n x n bitmap,
@@ -22,22 +22,18 @@ vertices.
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
-from blest.codegen.contract import CTL_FIELDS
-from blest.codegen.render import KERNEL_PREFIX, KernelParam, render_file
+from blest.codegen.program import KERNEL_PREFIX
 from blest.codegen.specjson import JsonSpec
 from blest.errors import ArgumentError
 
 __all__ = [
     "DenseSpec",
     "dense_variants",
-    "dense_params",
-    "render_dense",
     "row_words",
     "chunk_sources",
     "dense_bytes",
@@ -103,47 +99,3 @@ def row_words(spec: DenseSpec, n: int) -> int:
 def dense_bytes(spec: DenseSpec, n: int) -> int:
     """Device bytes of the four bitmaps of n rows, and two per-vertex counters."""
     return 4 * 4 * n * row_words(spec, n) + 4 * 2 * n
-
-
-def dense_params() -> list[KernelParam]:
-    """Every kernel parameter, in order (the host, :mod:`blest.runtime.dense`, follows it)."""
-    return [
-        KernelParam("const int* __restrict__", "in_idx", "in-neighbours (in_csr)"),
-        KernelParam("const int4* __restrict__", "units", "vertex, first arc, arcs, shared"),
-        KernelParam("int", "n"),
-        KernelParam("int", "n_units"),
-        KernelParam("int", "row_words", "words per row (whole chunks)"),
-        KernelParam("u32*", "visited", "n * row_words"),
-        KernelParam("u32*", "frontier", "3 * n * row_words: F_L in buffer L % 3"),
-        KernelParam("u32*", "cnt", "2 * n: new sources per target at level L, in half L & 1"),
-        KernelParam("u32*", "ctl", "CTL_WORDS, zeroed before each launch"),
-        KernelParam("int", "chunk_first", "sources of chunks [chunk_first, chunk_last)"),
-        KernelParam("int", "chunk_last"),
-        KernelParam("u64*", "dist", "n: per target, the sum of distances from the sources"),
-        KernelParam("u64*", "reach", "n: per target, the sources that reach it (itself too)"),
-        KernelParam("double*", "harm", "n: per target, the sum over L >= 1 of count_L / L"),
-    ]
-
-
-def _context(spec: DenseSpec) -> dict:
-    params = dense_params()
-    comps = {1: [""], 2: [".x", ".y"], 4: [".x", ".y", ".z", ".w"]}[spec.vec]
-    return {
-        "spec": spec,
-        "vec": spec.vec,
-        "seg": spec.seg,
-        "chunk_words": spec.chunk_words,
-        "vec_type": {1: "u32", 2: "uint2", 4: "uint4"}[spec.vec],
-        "comps": comps,
-        "ctl_fields": CTL_FIELDS,
-        "fields": [(p.ctype, p.name, p.doc) for p in params],
-        "params": "\n    " + ",\n    ".join(f"{p.ctype} {p.name}" for p in params),
-        "unpack": "const Dense d{" + ", ".join(p.name for p in params) + "};",
-        "prefix": KERNEL_PREFIX,
-    }
-
-
-@functools.lru_cache(maxsize=16)
-def render_dense(spec: DenseSpec) -> str:
-    """The CUDA C++ source of ``spec``: readable, self-contained, deterministic."""
-    return render_file("ms_dense.cu.j2", _context(spec))

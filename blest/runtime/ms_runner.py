@@ -9,7 +9,8 @@ shared memory). :meth:`MSRunner.run`
 takes internal source ids and returns, per source, the exact sum of distances, the reach and
 the harmonic sum; with ``levels`` it also writes each source's levels (user ids) into rows of a
 device array. Launches cover a range of batches each, sized to take about a quarter second, so
-that progress is reported and Ctrl-C is honoured between them.
+that progress is reported and Ctrl-C is honoured between them. The module is a
+:class:`~blest.runtime.program.DeviceProgram` whose run arguments are rebound at each launch.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.contract import CTL, CTL_WORDS, SLOT_WORDS, SMEM_STATIC_RESERVE
-from blest.codegen.ms_render import MS_KERNEL, ms_params, render_ms
-from blest.codegen.msspec import MSSpec, queue_capacity, queue_smem_bytes, shared_bytes
+from blest.codegen.ms_render import ms_program
+from blest.codegen.msspec import MSSpec, queue_capacity, queue_smem_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.prepared import Prepared, to_host
@@ -37,6 +38,7 @@ from blest.runtime.device import (
     pinned_array,
     require_memory,
 )
+from blest.runtime.program import DeviceProgram, LaunchShape
 
 __all__ = ["MSRunner", "MSRun"]
 
@@ -94,11 +96,9 @@ class MSRunner:
             self._upload(prepared)
             self._load(blocks_per_sm, smem_queue)
             self._allocate(max_slots)
+            self._bind()
         self.last_run: MSRun | None = None
-        self._prepared_launch: Any = None  # packed on the first launch, then reused
-        self._last_args: dict[str, Any] = {}  # the run arguments of the last launch
         self._sums_buffers: tuple | None = None  # (k, device buffer, its rows, pinned host)
-        self._run_index = {p.name: i for i, p in enumerate(ms_params())}
         self._every_vertex: Any = None  # 0 .. n-1 on the device, once asked for
 
     # ------------------------------------------------------------------ set-up
@@ -133,12 +133,9 @@ class MSRunner:
         self._graph = g
 
     def _load(self, blocks_per_sm: int | None, smem_queue: int | None) -> None:
-        from blest.codegen.compile import compile_source
-        from blest.runtime.launch import load_module, max_active_blocks
-
-        self.source = render_ms(self.spec)
-        binary = compile_source(self.source, arch=self.arch, name=f"blest_{self.spec.name}.cu")
-        self._kernel = load_module(binary, self.device_id).get_function(MS_KERNEL)
+        kernels = ms_program(self.spec)
+        self.source = kernels.source
+        self._program = DeviceProgram(kernels, self.device_id, self.arch)
         attrs = self._cp.cuda.Device(self.device_id).attributes
         limit = device_smem_limit(self._cp, self.device_id)
         self.smem_queue = 0
@@ -147,20 +144,39 @@ class MSRunner:
             self.smem_queue = _smem_queue_entries(
                 self.spec.kappa, self.n, self.block_size, limit, per_sm_bytes, smem_queue
             )
-        self.shared_bytes = shared_bytes(self.spec, self.n, self.smem_queue)
+        self.shared_bytes = kernels.shared_bytes(self.n, self.smem_queue)
         if self.shared_bytes > limit:
             raise ArgumentError(
                 f"{self.spec.name} needs {format_bytes(self.shared_bytes)} of shared memory "
                 f"for {self.n:,} vertices; a block has {format_bytes(limit)} here: use a "
                 "smaller kappa or the block form"
             )
-        per_sm = max_active_blocks(self._kernel, self.block_size, self.shared_bytes)
+        per_sm = self._program.occupancy("ms", self.block_size, self.shared_bytes)
         if per_sm < 1:
             raise GPUUnavailableError(f"{self.spec.name} cannot run {self.block_size} threads here")
         if blocks_per_sm is not None:
             per_sm = max(1, min(per_sm, int(blocks_per_sm)))
         sms = self._cp.cuda.Device(self.device_id).attributes["MultiProcessorCount"]
         self.grid = per_sm * int(sms)
+
+    def _bind(self) -> None:
+        """The module's arguments: the graph, the slots' state, placeholders for the run."""
+        run = {
+            "sources": np.uint64(0),
+            "n_sources": np.int32(0),
+            "batch_first": np.int32(0),
+            "batch_last": np.int32(0),
+            "levels_out": np.uint64(0),
+            "out_first": np.int64(0),
+            "dist": np.uint64(0),
+            "reach": np.uint64(0),
+            "harm": np.uint64(0),
+            "eta": np.float64(self.eta),
+        }
+        self._program.bind({**self._graph, **self._state, **run})
+        cooperative = self.spec.form == "grid"
+        shape = LaunchShape(self.grid, self.block_size, self.shared_bytes, cooperative)
+        self._program.shapes["ms"] = shape
 
     def slot_bytes(self) -> int:
         """Device bytes of one batch slot."""
@@ -211,7 +227,6 @@ class MSRunner:
             "ctl": cp.zeros(CTL_WORDS, dtype=cp.uint32),
             "smem_queue": np.int32(0),
         }
-        self._host_ctl = pinned_array(cp, CTL_WORDS, np.uint32)
 
     def _allocate_smem(self, max_slots: int | None) -> None:
         cp = self._cp
@@ -222,7 +237,6 @@ class MSRunner:
         self._state["queue"] = cp.zeros(2, dtype=cp.int32)
         self._state["ctl"] = cp.zeros(CTL_WORDS, dtype=cp.uint32)
         self._state["smem_queue"] = np.int32(self.smem_queue)
-        self._host_ctl = pinned_array(cp, CTL_WORDS, np.uint32)
 
     def _allocate_queue(self, max_slots: int | None) -> None:
         """The queue form: shared-memory state, plus each resident block's overflow queues."""
@@ -303,42 +317,22 @@ class MSRunner:
     def _launch(
         self, src: Any, k: int, b0: int, b1: int, levels: Any, out_first: int, sums
     ) -> float:
-        from blest.runtime.launch import PreparedLaunch
-
         ctl = self._state["ctl"]
         ctl.data.memset_async(0, ctl.nbytes)
-        run = {
-            "sources": src,
-            "n_sources": np.int32(k),
-            "batch_first": np.int32(b0),
-            "batch_last": np.int32(b1),
-            "levels_out": np.uint64(0) if levels is None else levels,
-            "out_first": np.int64(out_first),
-            "dist": sums[0],
-            "reach": sums[1],
-            "harm": sums[2],
-            "eta": np.float64(self.eta),
-        }
+        self._program.rebind(
+            sources=src,
+            n_sources=np.int32(k),
+            batch_first=np.int32(b0),
+            batch_last=np.int32(b1),
+            levels_out=np.uint64(0) if levels is None else levels,
+            out_first=np.int64(out_first),
+            dist=sums[0],
+            reach=sums[1],
+            harm=sums[2],
+        )
         t0 = time.perf_counter()
-        if self._prepared_launch is None:
-            values = {**self._graph, **self._state, **run}
-            self._prepared_launch = PreparedLaunch(
-                self._kernel,
-                (self.grid,),
-                (self.block_size,),
-                tuple(values[p.name] for p in ms_params()),
-                shared_mem=self.shared_bytes,
-                cooperative=self.spec.form == "grid",
-            )
-        else:  # rewrite only what changed since the last launch (each set costs a few us)
-            last = self._last_args
-            for name, value in run.items():
-                if not _same_argument(last.get(name), value):
-                    self._prepared_launch.set(self._run_index[name], value)
-        self._last_args = run
-        self._prepared_launch()
-        ctl.get(out=self._host_ctl)  # waits for the launch
-        if self._host_ctl[CTL["error"]]:
+        self._program.launch("ms")
+        if self._program.read_ctl()[CTL["error"]]:  # waits for the launch
             raise EngineError(
                 f"kernel {self.spec.name}: a grid barrier timed out (a block never arrived); "
                 "the result is void. Please report this with the graph."
@@ -357,10 +351,10 @@ class MSRunner:
         return f"{self.slots} slot(s) of {format_bytes(self.slot_bytes())}"
 
     def close(self) -> None:
+        self._program.close()
         self._graph = self._state = {}
-        self._kernel = self._prepared_launch = self._every_vertex = None
+        self._every_vertex = None
         self._sums_buffers = None
-        self._last_args = {}
 
 
 def _smem_queue_entries(
@@ -389,16 +383,6 @@ def _next_step(step: int, done: int, seconds: float, slots: int, form: str) -> i
     if form != "grid":
         want = max(slots, want // slots * slots)
     return want
-
-
-def _same_argument(old: Any, new: Any) -> bool:
-    """Whether kernel argument ``new`` is what the last launch got: the same array object, or
-    a NumPy scalar of the same type and value (an array and a null pointer may take turns)."""
-    if old is new:
-        return True
-    if isinstance(old, np.generic) and isinstance(new, np.generic):
-        return old.dtype == new.dtype and old == new
-    return False
 
 
 def _packed_sums(cp: Any, k: int) -> tuple[Any, tuple[Any, Any, Any]]:
