@@ -1,12 +1,12 @@
-"""Time loading a tuned config against what loading cost before the engine seam (a re-sort).
+"""Time loading a tuned config, beside a full re-sort of the graph (what a load that reordered
+the graph would add).
 
     python3 benchmarks/bench_config_load.py kron-21 --budget 10
 
 Tunes the graph briefly (``blest.tuning.tuner.tune``), publishes config + artifact in a
 temporary folder, then times, each ``--repeat`` times: ``load_tuned(config)`` (reads the
-artifact's reordered arrays as they are, builds the engine) and, for the old path,
-``permute_graph(graph, permutation)`` (the full re-sort that loading used to run before building
-the engine from the reordered graph).
+artifact's reordered arrays as they are, builds the engine) and, for comparison,
+``permute_graph(graph, permutation)`` (the full re-sort that this spares a load).
 """
 
 from __future__ import annotations

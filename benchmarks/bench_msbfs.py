@@ -1,4 +1,4 @@
-"""Multi-source BFS and closeness on the H200, against single-source BFS and NetworKit.
+"""Multi-source BFS and closeness on a GPU, against single-source BFS and NetworKit.
 
     python3 benchmarks/bench_msbfs.py per-source --graphs kron-21 urand-20 delaunay-20 \\
         luxembourg_osm musae_facebook --sources 256

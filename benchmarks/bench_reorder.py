@@ -7,8 +7,8 @@
 Per graph: n, arcs, the classification's default ordering, the ordering timed (seconds; the
 GPU kernel's NVRTC compile and the Numba JIT are warmed up first and not counted), and the
 BVSS statistics at sigma before (natural order) and after: compression ratio and U_div.
-DESIGN.md targets (H200, 16 cores): kron-21 Jaccard ratio >= 0.1457 in <= 25 s, urand-20
-<= 4.1 s, delaunay-20 RCM <= 1.1 s. ``--json PATH`` also writes the rows.
+Targets (the original C++'s figures; H200 host, 16 cores): kron-21 Jaccard ratio >= 0.1457 in
+<= 25 s, urand-20 <= 4.1 s, delaunay-20 RCM <= 1.1 s. ``--json PATH`` also writes the rows.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Anchor-graph catalogue of the benchmarks (DESIGN.md, "Anchor figures").
+"""Anchor-graph catalogue of the benchmarks.
 
 ``anchor_graph(name)`` returns the :class:`blest.Graph` of an anchor graph: the generated ones
 (``kron-21``, ``urand-20``, ``delaunay-20`` and their ``--quick`` variants ``kron-16``,
 ``urand-16``, ``delaunay-16``; any ``kron-S`` / ``urand-S`` / ``delaunay-S`` works) are made with
-the benchmark seed and cached as ``.npz`` under ``cache_dir`` so that repeated runs in one session
+the benchmark seed and cached as ``.npz`` under ``cache_dir`` so that repeated runs
 reuse them; the real ones (``luxembourg_osm``, ``musae_facebook``) are read from ``shared/data``
 next to or above the repository.
 
@@ -47,7 +47,7 @@ CACHE_VERSION = 1
 
 @dataclass(frozen=True)
 class AnchorInfo:
-    """What DESIGN.md quotes for an anchor graph (the original's sizes, for comparison)."""
+    """The original C++ Blest's sizes of an anchor graph, for comparison."""
 
     description: str
     n: int

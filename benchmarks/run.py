@@ -44,12 +44,19 @@ ORDERING = {
     "delaunay": "rcm",
     "luxembourg_osm": "rcm",
 }
+#: The original C++ Blest's mean traversal (ms) on an NVIDIA H200: reference figures, recorded
+#: 2026-11-22 (the first five) and 2026-11-25 (benchmarks/NOTES.md).
 CPP_MS = {
     "kron-21": 0.284,
     "urand-20": 0.170,
     "delaunay-20": 2.54,
     "luxembourg_osm": 4.99,
     "musae_facebook": 0.093,
+    "twitch_FR": 0.0556,
+    "twitch_ENGB": 0.0652,
+    "wiki_chameleon": 0.0735,
+    "kron-22": 0.389,
+    "urand-22": 0.462,
 }
 
 

@@ -3,7 +3,7 @@ racecheck):
 
     compute-sanitizer --tool memcheck python3 benchmarks/sanitize.py
     compute-sanitizer --tool racecheck python3 benchmarks/sanitize.py --grid-blocks 2
-    compute-sanitizer --tool memcheck python3 benchmarks/sanitize.py --ms-only   # new families
+    compute-sanitizer --tool memcheck python3 benchmarks/sanitize.py --ms-only   # multi-source only
 
 Exits 1 if any result differs from SciPy; the sanitizer's own summary says the rest. Racecheck
 instruments every shared-memory access and serializes a spinning persistent grid, so it wants

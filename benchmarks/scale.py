@@ -31,7 +31,7 @@ from blest.runtime.ordering import compute_ordering
 from blest.runtime.protocol import Geometry
 from blest.tuning.protocol import bench_engine, timing_sources
 
-#: The tuner's picks on kron-21/22 and urand-20/22 (sessions 11-12).
+#: The tuner's picks on kron-21/22 and urand-20/22 (2026-11-25, benchmarks/NOTES.md).
 DEFAULT_VARIANTS = (
     "s8_lazy_vss_switch_pers,s4_lazy_vss_switch_pers,s8_lazy_csr_switch_pers,"
     "s16_lazy_csr_switch_pers"

@@ -1,15 +1,17 @@
-"""Tune every anchor graph and print issue 4's table: the pick, the paper's fixed choice and the
-oracle on the 64 held-out sources, with preparation and tuning times (one device call):
+"""Tune every anchor graph and print the table: the pick, the paper's fixed choice and the
+oracle on the 64 held-out sources, with preparation and tuning times, and the C++ figure:
 
     python3 benchmarks/tune_anchors.py --budget 60 --out /tmp/tuned
     python3 benchmarks/tune_anchors.py luxembourg_osm musae_facebook --budget 20
     python3 benchmarks/tune_anchors.py kron-23 urand-23 --budget 20 --ordering natural jaccard
 
 Graphs come from benchmarks/graphs.py (generated ones cached under /tmp/blest-graphs) and are
-written once as blest .npz files, then tuned with ``blest-tune`` exactly as a user would. On a
-GPU, the tuned config is then loaded as a user would (``blest.load_tuned``) and its whole call
-``bfs(src, out="device")`` timed on the 64 protocol sources (the mean, beside the mean
-traversal of the same calls), and for persistent picks the same inside ``Engine.serving``.
+written once as blest .npz files, then loaded and tuned as ``blest-tune`` does it, through the
+tuning API (``blest.tuning.tune``, then ``blest.tuning.write_tuned`` publishes the config and
+its artifact). On a GPU, the tuned config is then loaded as a user would
+(``blest.load_tuned``) and its whole call ``bfs(src, out="device")`` timed on the 64 protocol
+sources (the mean, beside the mean traversal of the same calls), and for persistent picks the
+same inside ``Engine.serving``.
 Without a GPU the configs are the paper's rules ("tuned": false) and the timing columns are empty.
 """
 
@@ -25,8 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 from graphs import ANCHORS, anchor_graph  # noqa: E402
 from run import CPP_MS  # noqa: E402
 
-from blest.cli import tune_main  # noqa: E402
-from blest.graph.io import save_graph  # noqa: E402
+from blest.graph.io import load_graph, save_graph  # noqa: E402
+from blest.tuning import tune, write_tuned  # noqa: E402
 
 
 def tune_one(
@@ -37,11 +39,14 @@ def tune_one(
         save_graph(anchor_graph(name), graph_file)
     config = work / f"{name}.blest.json"
     t0 = time.perf_counter()
-    argv = [str(graph_file), "-o", str(config), "--budget", str(budget), "--quiet"]
-    status = tune_main(argv + (["--ordering", *orderings] if orderings else []))
+    graph = load_graph(graph_file)
+    load_s = time.perf_counter() - t0
+    outcome = tune(
+        graph, source=str(graph_file.resolve()), budget_s=budget, orderings=orderings or None
+    )
+    outcome.config.preparation.load_seconds = load_s
+    write_tuned(outcome, config)
     wall = time.perf_counter() - t0
-    if status:
-        raise SystemExit(f"blest-tune failed on {name} (exit {status})")
     (out / config.name).write_text(config.read_text())  # the config travels; the artifact stays
     cfg = json.loads(config.read_text())
     report = cfg.get("report") or {}
