@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from graphs import anchor_graph
 
-from blest.codegen.dense import DenseSpec, dense_variants
+from blest.codegen.densespec import DenseSpec, dense_variants
 from blest.codegen.msspec import MSSpec
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_SIGMA, JACCARD_WINDOW
@@ -39,8 +39,8 @@ from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
 from blest.reference.centrality import closeness_from_sums, source_sums
 from blest.runtime.engine import Engine
-from blest.runtime.engine_multi import DenseChoice
-from blest.runtime.msbfs import MSRunner
+from blest.runtime.many import DenseChoice
+from blest.runtime.ms_runner import MSRunner
 from blest.runtime.ordering import compute_ordering
 from blest.tuning.multi import MSCandidate, search_every_vertex, search_multi_source
 from blest.tuning.protocol import timing_sources
@@ -178,9 +178,9 @@ def closeness(names: list[str], budget: float, with_nk: bool) -> list[dict]:
         )
         label = f"{dense.spec.name} b{dense.block_size}" if dense else c.label
         with Engine(p(c.spec.sigma), VariantSpec(c.spec.sigma)) as eng:
-            eng.configure_multi_source(c.spec, eta=c.eta, block_size=c.block_size, dense=dense)
+            eng.many.configure(c.spec, eta=c.eta, block_size=c.block_size, dense=dense)
             if dense:  # compiled and allocated before the clock starts
-                eng.dense_runner()
+                eng.many.dense_runner()
             else:
                 eng.ms_runner(reverse=p.graph.directed)
             walls = []
@@ -234,7 +234,7 @@ def sweep(names: list[str], forms, kappas, blocks, etas, reps: int) -> list[dict
                            "block": block, "eta": eta}  # fmt: skip
                     try:
                         with Engine(p(DEFAULT_SIGMA), VariantSpec(DEFAULT_SIGMA)) as eng:
-                            eng.configure_multi_source(spec, eta=eta, block_size=block, dense=None)
+                            eng.many.configure(spec, eta=eta, block_size=block, dense=None)
                             runner = eng.ms_runner(reverse=g.directed)
                             eng.closeness(check)  # warm: module, launch packing
                             walls = []
@@ -272,8 +272,8 @@ def sweep_dense(p: Prepare, check, want, blocks, reps: int) -> list[dict]:
             row = {"n": g.n, "arcs": g.nnz, "variant": spec.name, "block": block}
             try:
                 with Engine(p(DEFAULT_SIGMA), VariantSpec(DEFAULT_SIGMA)) as eng:
-                    eng.configure_multi_source(dense=DenseChoice(spec, block))
-                    runner = eng.dense_runner()
+                    eng.many.configure(dense=DenseChoice(spec, block))
+                    runner = eng.many.dense_runner()
                     eng.closeness()  # warm: module, launch packing
                     walls = []
                     for _ in range(reps):
@@ -347,19 +347,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     if args.patch:
-        import blest.runtime.msbfs as msbfs
+        import dataclasses
 
-        plain, edits = msbfs.render_ms, [p.split("=>", 1) for p in args.patch]
+        import blest.runtime.ms_runner as ms_runner
+
+        plain, edits = ms_runner.ms_program, [p.split("=>", 1) for p in args.patch]
 
         def patched(spec):
-            src = plain(spec)
+            src = plain(spec).source
             for old, new in edits:
                 if old not in src:
                     raise SystemExit(f"--patch: {old!r} is not in {spec.name}")
                 src = src.replace(old, new)
-            return src
+            return dataclasses.replace(plain(spec), source=src)
 
-        msbfs.render_ms = patched
+        ms_runner.ms_program = patched
     if args.mode == "per-source":
         rows = per_source(args.graphs, args.sources, args.budget)
     elif args.mode == "sweep":

@@ -42,11 +42,11 @@ def local(name: str, k: int, out: Path) -> dict:
     graph, sources = load(name, k)
     t0 = time.perf_counter()
     with engine_for(graph) as eng:
-        eng.ms_runner()  # the default multi-source variant, compiled and allocated
+        eng.many.runner()  # the default multi-source variant, compiled and allocated
         t1 = time.perf_counter()
         one = eng.closeness(sources)
         t2 = time.perf_counter()
-        variant = eng.ms_runner().spec.name
+        variant = eng.many.runner().spec.name
     t3 = time.perf_counter()
     many = blest.closeness(graph, sources, gpus="all")
     t4 = time.perf_counter()

@@ -18,7 +18,7 @@ import numpy as np
 from bench_msbfs import Prepare
 
 from blest.codegen.msspec import MSSpec
-from blest.runtime.msbfs import MSRunner
+from blest.runtime.ms_runner import MSRunner
 
 
 def parse_spec(name: str) -> MSSpec:
@@ -54,11 +54,15 @@ def main() -> None:
         with open(f"blest_{spec.name}.cu", "w") as f:  # where ncu --import-source looks
             f.write(render_ms(spec))
     if args.min_blocks > 1:  # an experiment: ask nvcc for fewer registers
-        import blest.runtime.msbfs as msbfs
+        import dataclasses
 
-        plain = msbfs.render_ms
+        import blest.runtime.ms_runner as ms_runner
+
+        plain = ms_runner.ms_program
         bound = f"__launch_bounds__(1024, {args.min_blocks})"
-        msbfs.render_ms = lambda s: plain(s).replace("__launch_bounds__(1024)", bound)
+        ms_runner.ms_program = lambda s: dataclasses.replace(
+            plain(s), source=plain(s).source.replace("__launch_bounds__(1024)", bound)
+        )
     p = Prepare(args.graph)
     prep = p(spec.sigma)
     rng = np.random.default_rng(1)

@@ -29,9 +29,9 @@ from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA, JACCARD_WINDOW
 from blest.graph.bvss import u_div
 from blest.graph.hops import TWO_HOP_RATIO, two_hop_arcs_bound
 from blest.graph.prepared import Prepared
+from blest.runtime.engine_protocol import Geometry
 from blest.runtime.factory import make_engine
 from blest.runtime.ordering import compute_ordering
-from blest.runtime.protocol import Geometry
 from blest.tuning.paper import paper_spec, three_run_rule
 from blest.tuning.protocol import bench_engine, scipy_ms, timing_sources
 from blest.tuning.space import block_fits
@@ -204,8 +204,8 @@ def timeline(b: Bench, best: dict, eta: float) -> dict:
     geometry = tuple(int(best[k]) for k in keys)
     with b.engine(spec, eta, geometry, record_levels=True) as eng:
         eng.bfs(int(b.sources[0]))
-        times, bottom_up = eng.level_times_ms()
-        stages = eng.stage_times_ms()
+        times, bottom_up = eng.probes.level_times_ms()
+        stages = eng.probes.stage_times_ms()
     return {
         **b.base,
         "kind": "levels",

@@ -54,7 +54,7 @@ def multi_source(graphs: dict, block_size: int) -> int:
             for eta in (0.0, 1e9):
                 prepared = Prepared.from_graph(g, spec.sigma, bvss=build_bvss(g, spec.sigma))
                 with Engine(prepared) as eng:
-                    eng.configure_multi_source(spec, eta=eta, block_size=block_size)
+                    eng.many.configure(spec, eta=eta, block_size=block_size)
                     srcs = [0, 5, 5, g.n - 1]
                     rows = eng.bfs_many(srcs)
                     ok = all(np.array_equal(rows[i], bfs_levels(g, s)) for i, s in enumerate(srcs))

@@ -26,9 +26,9 @@ from run import _by_name
 from blest.codegen.toolchain import require_gpu
 from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA, JACCARD_WINDOW
 from blest.graph.prepared import Prepared
+from blest.runtime.engine_protocol import Geometry
 from blest.runtime.factory import make_engine
 from blest.runtime.ordering import compute_ordering
-from blest.runtime.protocol import Geometry
 from blest.tuning.protocol import bench_engine, timing_sources
 
 #: The tuner's picks on kron-21/22 and urand-20/22 (2026-11-25, benchmarks/NOTES.md).
@@ -58,8 +58,8 @@ def timeline(prepared: Prepared, spec_name: str, eta: float, src: int) -> dict:
     ) as eng:
         eng.bfs(src)
         levels = eng.bfs(src)
-        times, bottom_up = eng.level_times_ms()
-        stages = eng.stage_times_ms()
+        times, bottom_up = eng.probes.level_times_ms()
+        stages = eng.probes.stage_times_ms()
     widths = np.bincount(levels[levels >= 0]) if (levels >= 0).any() else np.zeros(0)
     return {
         "variant": spec_name,

@@ -205,21 +205,23 @@ def python_pieces(eng, src: int, rounds: int = 20000) -> None:
             fn()
         print(f"  py {label:<22} {(time.perf_counter() - t0) / rounds * 1e6:6.2f}", flush=True)
 
-    dev = cp.cuda.Device(eng._device_id)
+    tr, device = eng._tr, eng._tr.device_id
+    dev = cp.cuda.Device(device)
+    path = eng._fused if not eng.timing and eng._fused else eng._captured
 
     def ctx():
-        with eng._lock, cp.cuda.Device(eng._device_id):
+        with eng._lock, cp.cuda.Device(device):
             pass
 
-    each("checks", lambda: (eng._check_open(), eng._check_out("device")))
+    each("checks", lambda: (eng._check_open(), tr.check_out("device")))
     each("lock + Device()", ctx)
-    each("Device() alone", lambda: cp.cuda.Device(eng._device_id).__enter__())
-    each("_call_graph", lambda: eng._call_graph(False))
-    each("new_of_old[src]", lambda: int(eng._new_of_old[src]))
-    each("slot writes", lambda: eng._call_slot.__setitem__(0, 5))
+    each("Device() alone", lambda: cp.cuda.Device(device).__enter__())
+    each("graph lookup", lambda: path._graph(False, eng._rules))
+    each("internal_ids[src]", lambda: tr.internal_ids[src])
+    each("slot writes", lambda: tr.slot_words.__setitem__(0, 5))
     each("get_current_stream", cp.cuda.get_current_stream)
     each("cp.empty(n)", lambda: cp.empty(eng.n, dtype=cp.int32))
-    each("check_ctl", lambda: eng._check_ctl(src, 1))
+    each("check_ctl", lambda: tr.check_ctl(src, 1, eng.timing))
     each("device sync (idle)", dev.synchronize)
     each("stream sync (idle)", cp.cuda.get_current_stream().synchronize)
     each("stream done (idle)", lambda: cp.cuda.get_current_stream().done)
@@ -239,14 +241,16 @@ def calls(eng, srcs: list[int], rounds: int, out: str, sync) -> list[float]:
 
 
 def served_phases(eng, srcs: list[int], rounds: int) -> None:
-    """Host us of the served call's phases (a copy of ``_serve_call``'s steps for
+    """Host us of the served call's phases (a copy of ``ServedCalls.run``'s steps for
     ``out="device"``, timed between them), medians. The copy posts two u64 words through
-    memoryviews, as ``_serve_call`` does; it has to follow ``_serve_call`` when that changes."""
+    memoryviews, as ``ServedCalls.run`` does; it has to follow it when that changes."""
     import cupy as cp
 
     from blest.codegen.contract import DST_TAG_MASK, DST_TAG_SHIFT
-    from blest.runtime import engine_serve as es
-    from blest.runtime.engine_capture import plain_id
+    from blest.runtime import served as es
+    from blest.runtime.captured import plain_id
+
+    server, tr = eng._served, eng._tr
 
     marks: dict[str, list[float]] = {}
     caller = cp.cuda.get_current_stream()
@@ -259,23 +263,22 @@ def served_phases(eng, srcs: list[int], rounds: int) -> None:
                 plain_id(src, eng.n)
                 t.append(time.perf_counter())
                 with eng._lock:
-                    if eng._closed or eng._void:
-                        eng._check_open()
+                    eng._check_open()
                     t.append(time.perf_counter())
-                    fresh, eng._spare = eng._spare, None
+                    fresh, server.spare = server.spare, None
                     dst = fresh.data.ptr
                     t.append(time.perf_counter())
-                    seq = eng._serve_seq = eng._serve_seq + 1
-                    words = eng._serve_words
+                    seq = server.seq = server.seq + 1
+                    words = server.words
                     words[es._DST_WIDE] = dst | (seq & DST_TAG_MASK) << DST_TAG_SHIFT
-                    words[es._HEAD_WIDE] = seq | eng._internal_ids[src] << 32
+                    words[es._HEAD_WIDE] = seq | tr.internal_ids[src] << 32
                     t.append(time.perf_counter())
-                    with cp.cuda.Device(eng._device_id):
-                        eng._spare = cp.empty(eng.n, dtype=cp.int32)
+                    with cp.cuda.Device(tr.device_id):
+                        server.spare = cp.empty(eng.n, dtype=cp.int32)
                     t.append(time.perf_counter())
-                    eng._serve_wait(seq)
+                    server.wait(seq)
                     t.append(time.perf_counter())
-                    eng._check_ctl(src, 1, timed=False)
+                    tr.check_ctl(src, 1, False, server.ctl_copy)
                     t.append(time.perf_counter())
                 caller.synchronize()
                 t.append(time.perf_counter())
@@ -332,28 +335,29 @@ def main() -> None:
                     sync = cp.cuda.get_current_stream().synchronize
                     served = calls(eng, srcs, args.rounds, "device", sync)
                 spins = []
-                spin = eng._serve_spin
+                spin = eng._served.spin
 
                 def timed_spin(seq, spin=spin, spins=spins):
                     t = time.perf_counter()
                     spin(seq)
                     spins.append((time.perf_counter() - t) * 1e6)
 
-                eng._serve_spin = timed_spin
+                eng._served.spin = timed_spin
                 with eng.serving():
                     eng.bfs(srcs[0], out="device")
                     spins.clear()
                     for _ in range(args.rounds):
                         for s in srcs:
                             eng.bfs(s, out="device")
-                del eng._serve_spin
+                del eng._served.spin
                 served_phases(eng, srcs, args.rounds)
-                graph = eng._call_graph(False)
+                tr = eng._tr
+                graph = eng._fused._graph(False, eng._rules)
                 stream = cp.cuda.get_current_stream()
                 for _ in range(args.rounds):
                     for s in srcs:
-                        eng._call_slot[0] = int(eng._new_of_old[s])
-                        eng._call_slot[1] = eng._own_ptr
+                        tr.slot_words[0] = tr.internal_ids[s]
+                        tr.slot_words[1] = tr.own_ptr
                         t0 = time.perf_counter()
                         graph()
                         stream.synchronize()

@@ -68,7 +68,7 @@ def main() -> None:
         for _ in range(3):
             eng.bfs(src, out="device")
         blocks, n, levels = eng.grid_size, b.graph.n, eng.stats.levels_run
-        raw = eng._state["level_clock"].get().astype(np.int64)
+        raw = eng._tr.values["level_clock"].get().astype(np.int64)
         print(f"traversal {eng.stats.traversal_ms:.3f} ms, {levels} levels, {blocks} blocks")
     rec = raw[n + 2 : n + 2 + (levels + 1) * blocks * 8].reshape(levels + 1, blocks, 8)
     t0, t1, t2, t3, cnt, t5, t6, t7 = (rec[:, :, i] for i in range(8))

@@ -23,16 +23,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import dataclasses  # noqa: E402
+
 from graphs import check_levels  # noqa: E402
 from run import Bench, _by_name, time_variants  # noqa: E402
 
-import blest.codegen.render  # noqa: E402, F401  (the module, not the function it exports)
-import blest.runtime.engine as ENGINE  # noqa: E402
-import blest.runtime.engine_serve as ENGINE_SERVE  # noqa: E402
+import blest.runtime.served as SERVED  # noqa: E402
+import blest.runtime.traversal as TRAVERSAL  # noqa: E402
 from blest.codegen.contract import claims_form  # noqa: E402
-
-RENDER = sys.modules["blest.codegen.render"]
-ORIGINAL = RENDER.render
+from blest.codegen.render import program as ORIGINAL  # noqa: E402
 
 _FILL_STORE = "if (!((word >> lane) & 1u) && u < g.n) dst[u] = -1;"
 _FILL_HEAD = "void fill_unvisited(const Graph& g, const State& st, int* dst) {"
@@ -150,27 +149,28 @@ def resources(function) -> str:
     return f"regs {regs}, local bytes {local}"
 
 
-def patched(render, key: str):
-    """``render`` with patch ``key`` applied: every part of it to the timed module, the parts
-    whose text is there to the serving module (render(spec, serving=True))."""
+def patched(program, key: str):
+    """``program`` (the single-source emitter) with patch ``key`` applied to its source: every
+    part of it to the timed module, the parts whose text is there to the serving module."""
 
-    def render_patched(spec, serving: bool = False, claims=None):
-        text = render(spec, serving=serving, claims=claims)
+    def program_patched(spec, serving: bool = False, claims=None):
+        prog = program(spec, serving=serving, claims=claims)
+        text = prog.source
         for old, new in PATCHES[key]:
             if old not in text:
                 if serving:
                     continue
                 raise SystemExit(f"patch {key!r}: {old!r} is not in the source of {spec.name}")
             text = text.replace(old, new)
-        return text
+        return dataclasses.replace(prog, source=text)
 
-    return render_patched
+    return program_patched
 
 
 def install(key: str | None) -> None:
-    """Patch ``key`` into every name the engines render through (None: the original)."""
-    render = ORIGINAL if key is None else patched(ORIGINAL, key)
-    RENDER.render = ENGINE.render = ENGINE_SERVE.render = render
+    """Patch ``key`` into every name the engines emit modules through (None: the original)."""
+    program = ORIGINAL if key is None else patched(ORIGINAL, key)
+    TRAVERSAL.program = SERVED.program = program
 
 
 def main() -> None:
@@ -190,11 +190,12 @@ def main() -> None:
         for key in args.patches.split(","):
             if "+" in key:  # patches applied together
                 PATCHES[key] = [part for k in key.split("+") for part in PATCHES[k]]
-            # The engine binds ``render`` at import: its name is patched too.
+            # The engine binds ``program`` at import: its names are patched.
             install(key)
             reordered = b.permutation is not None and not b.permutation.is_identity
             claims = claims_form(specs[0], reordered)
-            if PATCHES[key] and PATCHES[key][0][1] not in ENGINE.render(specs[0], claims=claims):
+            text = TRAVERSAL.program(specs[0], claims=claims).source
+            if PATCHES[key] and PATCHES[key][0][1] not in text:
                 raise SystemExit(f"patch {key!r} did not reach the engine's source")
             print(f"-- {key}", flush=True)
             for row in time_variants(b, specs, args.eta, [geometry]):
@@ -204,13 +205,13 @@ def main() -> None:
                     flush=True,
                 )
             with b.engine(specs[0], args.eta, geometry, record_levels=True) as eng:
-                print("   " + resources(eng._kernels["bfs"].function))
+                print("   " + resources(eng._tr.program.kernels["bfs"].function))
                 for src in b.sources[: args.check]:
                     check_levels(b.graph, int(src), eng.bfs(int(src)), f"{key} {name}")
                 eng.bfs(int(b.sources[0]))
                 eng.bfs(int(b.sources[0]))
-                stages = eng.stage_times_ms()
-                levels_ms, _ = eng.level_times_ms()
+                stages = eng.probes.stage_times_ms()
+                levels_ms, _ = eng.probes.level_times_ms()
             if stages is not None:  # lazy variants
                 split = " | ".join(f"{a:.1f}/{c:.1f}" for a, c in stages * 1e3)
                 print("   stages us:", split, flush=True)

@@ -57,7 +57,7 @@ def main() -> None:
                 with b.engine(spec, 10.0, (block, per_sm, 0), record_levels=True) as eng:
                     eng.bfs(int(src))
                     levels = eng.bfs(int(src))
-                    level_ms, _ = eng.level_times_ms()
+                    level_ms, _ = eng.probes.level_times_ms()
                 width = np.bincount(levels[levels >= 0])
                 cells = " ".join(
                     f"{1e3 * t:.1f}({w})" for t, w in zip(level_ms, width, strict=False)

@@ -45,7 +45,7 @@ def main() -> None:
         for _ in range(3):
             eng.bfs(src, out="device")
         n, levels, warps = b.graph.n, eng.stats.levels_run, eng.grid_size * 32
-        raw = eng._state["level_clock"].get().astype(np.int64)
+        raw = eng._tr.values["level_clock"].get().astype(np.int64)
         print(f"traversal {eng.stats.traversal_ms:.3f} ms, {levels} levels, {warps} warps")
     count = min(N, levels - LO)
     rec = raw[n + 2 : n + 2 + count * warps * 5].reshape(count, warps, 5)

@@ -15,7 +15,7 @@ import numpy as np
 
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ALPHA, DEFAULT_ARCH, DEFAULT_BETA
-from blest.errors import ArgumentError, EngineError
+from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
 from blest.runtime import arguments
@@ -122,10 +122,12 @@ class HostEngine:
         return arguments.seeds(src, self.n, self._new_of_old)
 
     def _check_out(self, out: Any) -> None:
+        if out == "device":
+            raise GPUUnavailableError("out='device' returns a CuPy array: it needs a GPU engine")
         if isinstance(out, str):
             raise ArgumentError(
-                f"out={out!r} asks for a GPU array; this engine runs on the CPU "
-                "(pass None or an int32 NumPy array)"
+                f"out={out!r}: this engine runs on the CPU and returns NumPy arrays (pass None "
+                "or an int32 NumPy array to fill)"
             )
         if out is not None:
             arguments.check_host_out(out, self.n)
