@@ -51,6 +51,7 @@ from blest.defaults import DEFAULT_SIGMA as _SIGMA
 from blest.defaults import JACCARD_WINDOW
 from blest.errors import ArgumentError
 from blest.graph.core import Graph
+from blest.signals import held_signals
 
 __all__ = [
     "DEFAULT_SIGMA",
@@ -144,10 +145,13 @@ def have_numba() -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _numba_kernels() -> Any:
-    """Compile (once, cached on disk by Numba) the per-window greedy loop and its driver."""
+    """The per-window greedy loop and its driver, compiled by Numba at their first call and
+    cached on disk where that is safe (:mod:`blest.graph.jit`)."""
     import numba
 
-    @numba.njit(cache=True, nogil=True)
+    from blest.graph.jit import njit
+
+    @njit(nogil=True)
     def lower_bound(a, lo, hi, key):  # pragma: no cover - compiled
         while lo < hi:
             mid = (lo + hi) >> 1
@@ -157,7 +161,7 @@ def _numba_kernels() -> Any:
                 hi = mid
         return lo
 
-    @numba.njit(cache=True, nogil=True)
+    @njit(nogil=True)
     def order_window(
         ws, we, sigma, out_ptr, out_idx, in_ptr, in_idx, by_degree, old_of_new
     ):  # pragma: no cover - compiled
@@ -219,7 +223,7 @@ def _numba_kernels() -> Any:
             for q in range(qlen):
                 inter[queue[q] - ws] = 0
 
-    @numba.njit(cache=True, parallel=True)
+    @njit(parallel=True)
     def order_all(
         n, window, sigma, out_ptr, out_idx, in_ptr, in_idx, by_degree
     ):  # pragma: no cover - compiled
@@ -254,7 +258,7 @@ def jaccard_cpu(
     if graph.n == 0:
         return np.zeros(0, dtype=np.int32)
     kernel = _numba_kernels()
-    return kernel(
+    args = (
         np.int64(graph.n),
         np.int64(window),
         np.int64(sigma),
@@ -264,6 +268,10 @@ def jaccard_cpu(
         np.ascontiguousarray(graph.in_idx, dtype=np.int32),
         degree_order(graph, window),
     )
+    # The first call compiles. A stop signal is acted on after it: raised inside one of
+    # LLVM's callbacks, its exception would be printed as "ignored" and lost.
+    with held_signals():
+        return kernel(*args)
 
 
 # --------------------------------------------------------------------------- dispatch
