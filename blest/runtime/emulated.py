@@ -16,7 +16,7 @@ import numpy as np
 
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
-from blest.errors import GPUUnavailableError
+from blest.errors import ArgumentError, GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, sums_from_levels
 from blest.reference.emulator import emulate_parents, emulate_spec
@@ -55,8 +55,13 @@ class EmulatedEngine(EngineBase):
         ``out`` may be an int32 NumPy array of length n, filled with the levels and returned.
         """
         self._check_open()
-        if isinstance(out, str):
-            raise GPUUnavailableError("out='device' needs a GPU engine")
+        if isinstance(out, str):  # 'device' / 'view' name GPU arrays; this engine has none
+            if out == "device":
+                raise GPUUnavailableError("out='device' (a CuPy array) needs a GPU engine")
+            raise ArgumentError(
+                f"out={out!r} is not for an engine on the CPU: leave out unset "
+                "for a new NumPy array, or pass an int32 NumPy array to fill"
+            )
         if out is not None:
             self._check_host_out(out)
         user, internal = self._seeds(src)
