@@ -28,14 +28,14 @@ import threading
 import time
 import unicodedata
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO
 
 from blest._version import __version__
 from blest.codegen.spec import VariantSpec
 from blest.defaults import SIGMAS
 from blest.errors import BlestError, CompileError
-from blest.tuning.files import Terminated, raise_if_stopped, stops_recorded
+from blest.tuning.files import Terminated, raise_if_stopped, stops_recorded, write_error
 
 EXIT_USER_ERROR = 2
 EXIT_BROKEN_PIPE = 128 + 13
@@ -279,8 +279,7 @@ def one_line(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         text = exc.strerror
         if exc.errno in (errno.ENOSPC, errno.EDQUOT) and "disk" not in text:
-            what = "the disk is full" if exc.errno == errno.ENOSPC else "the disk quota is exceeded"
-            text = f"cannot write {exc.filename or 'the output'}: {what} ({exc.strerror})"
+            text = str(write_error(exc, exc.filename or "a file").strerror)
         elif exc.filename:
             text = f"{text}: {exc.filename}"
     else:
@@ -316,13 +315,46 @@ def _stopped(status: int) -> int:
 
 def _run_command(func: Callable[[argparse.Namespace], object], args: argparse.Namespace) -> int:
     status = int(func(args) or 0)
-    try:
-        sys.stdout.flush()  # a closed pipe shows here, not at exit
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            exc.filename = "standard output"
-        raise
+    sys.stdout.flush()  # a closed pipe shows here, not at exit
     return status
+
+
+class _NamedStream:
+    """A text stream whose write errors name it (a full disk under ``> file``, say)."""
+
+    def __init__(self, stream: IO[str], name: str) -> None:
+        self._stream, self._name = stream, name
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise self._named(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise self._named(exc) from None
+
+    def _named(self, exc: OSError) -> OSError:
+        if exc.filename is None:
+            exc.filename = self._name
+        return exc
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _named_stdout() -> Iterator[None]:
+    stream = sys.stdout
+    if stream is not None:
+        sys.stdout = _NamedStream(stream, "standard output")  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout = stream
 
 
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
@@ -333,7 +365,7 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
         print(f"{prog}: warning: {printable(message)}", file=sys.stderr)
 
     args = None
-    with stops_recorded(), warnings.catch_warnings():
+    with stops_recorded(), warnings.catch_warnings(), _named_stdout():
         warnings.showwarning = warn
         try:
             args = parser.parse_args(argv)
@@ -346,6 +378,8 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
         except (BlestError, OSError) as exc:
             if getattr(args, "debug", False):
                 raise
+            if isinstance(exc, OSError) and exc.filename == "standard output":
+                _silence_stdout()  # or the interpreter's last flush fails again
             print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
             return EXIT_USER_ERROR
         except Terminated as exc:

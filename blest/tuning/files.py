@@ -192,8 +192,8 @@ def write_error(exc: OSError, path: str | os.PathLike[str]) -> OSError:
     elif exc.errno == errno.EDQUOT:
         reason = "the disk quota is exceeded"
     else:
-        reason = exc.strerror or type(exc).__name__
-    return OSError(exc.errno or errno.EIO, f"cannot write {path}: {reason}")
+        reason = exc.strerror or str(exc) or type(exc).__name__
+    return OSError(exc.errno, f"cannot write {path}: {reason}")
 
 
 def _temp_beside(path: Path) -> tuple[int, str]:
