@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -189,3 +190,34 @@ def test_out_view_on_a_cpu_engine_is_not_a_missing_gpu(graph, device):
         with pytest.raises(ArgumentError, match="out='levels'"):
             eng.bfs(0, out="levels")
         assert np.array_equal(eng.bfs(0), blest.reference.bfs_levels(g, 0))
+
+
+def test_the_progress_line_escapes_what_it_shows(monkeypatch):
+    import io
+
+    from blest.cli.common import Progress
+
+    class TTY(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = TTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    Progress("blest-tune")(f"loading {HOSTILE}")
+    shown = tty.getvalue()
+    assert shown.startswith("\r\x1b[K")  # the line's own redraw, and nothing else
+    _clean(shown[len("\r\x1b[K") :])
+
+
+def test_the_files_doc_names_what_blest_writes():
+    """docs/files.md, linked from the conventions, names the temporary files as blest makes
+    them and the cache's parts."""
+    from blest.tuning import files
+
+    repo = Path(__file__).resolve().parents[1]
+    doc = (repo / "docs" / "files.md").read_text()
+    assert "docs/files.md" in (repo / "docs" / "conventions.md").read_text()
+    assert f".X.blest.json.{files.TEMP_MARK}XXXXXXXX.tmp" in doc
+    assert "X.blest.json.lock" in doc and "0600" in doc and "0700" in doc
+    for part in ("kernels/", "numba/", "blest-stdin-"):
+        assert part in doc
