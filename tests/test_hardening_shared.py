@@ -236,3 +236,17 @@ def test_a_stop_before_the_replace_still_stops(tmp_path):
     assert list(tmp_path.iterdir()) == []
     time.sleep(0)  # the handlers are back
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_command_run_by_another_leaves_its_state(tmp_path):
+    """``blest demo`` runs blest-tune inside itself: once the inner command is done, the outer
+    one is stopped by a signal again, and its own final write still counts."""
+    with files.stops_recorded():
+        with files.stops_recorded():
+            files.atomic_write(tmp_path / "inner", lambda f: f.write(b"x"), final=True)
+            signal.raise_signal(signal.SIGINT)  # ignored: the inner result is out
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        files.atomic_write(tmp_path / "outer", lambda f: f.write(b"y"), final=True)
+        signal.raise_signal(signal.SIGINT)
+        files.raise_if_stopped()

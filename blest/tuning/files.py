@@ -118,11 +118,12 @@ def stops_recorded() -> Iterator[None]:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) == signal.SIG_DFL:
             previous[sig] = signal.signal(sig, handler)
+    outer = _STOP[0], _DONE[0], _RECORDING[0]  # a command run by another (blest demo)
     _STOP[0], _DONE[0], _RECORDING[0] = 0, False, True
     try:
         yield
     finally:
-        _STOP[0], _DONE[0], _RECORDING[0] = 0, False, False
+        _STOP[0], _DONE[0], _RECORDING[0] = outer
         for sig, old in previous.items():
             signal.signal(sig, old)
 
