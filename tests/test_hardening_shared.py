@@ -241,12 +241,18 @@ def test_a_stop_before_the_replace_still_stops(tmp_path):
 def test_a_command_run_by_another_leaves_its_state(tmp_path):
     """``blest demo`` runs blest-tune inside itself: once the inner command is done, the outer
     one is stopped by a signal again, and its own final write still counts."""
-    with files.stops_recorded():
+
+    def inner() -> None:
         with files.stops_recorded():
             files.atomic_write(tmp_path / "inner", lambda f: f.write(b"x"), final=True)
             signal.raise_signal(signal.SIGINT)  # ignored: the inner result is out
-        with pytest.raises(KeyboardInterrupt):
-            signal.raise_signal(signal.SIGINT)
+
+    with files.stops_recorded(), pytest.raises(KeyboardInterrupt):
+        inner()
+        signal.raise_signal(signal.SIGINT)
+    with files.stops_recorded():
+        inner()
         files.atomic_write(tmp_path / "outer", lambda f: f.write(b"y"), final=True)
         signal.raise_signal(signal.SIGINT)
         files.raise_if_stopped()
+    assert (tmp_path / "outer").read_bytes() == b"y"
