@@ -227,7 +227,7 @@ def _cmd_bfs(args: argparse.Namespace) -> int:
     timing = f"{ms:.3f} ms traversal" if info["engine"].startswith("GPU") else f"{ms:.1f} ms"
     line = f"source {args.src}: {reached:,} of {n:,} reached, depth {depth} "
     line += f"({info['engine']}, {timing})"
-    print(line, file=sys.stderr if args.out == "-" else sys.stdout)
+    say(line, file=sys.stderr if args.out == "-" else sys.stdout)
     if args.out and args.out != "-":
         say(f"levels written to {args.out}")
     return 0
