@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "blest"
 #: Layer of each top-level part of the package, lowest first. A module may import its own part
 #: and the parts listed as allowed for it; the package root and the user-facing modules on top
 #: may import anything.
-BASE = {"blest._version", "blest.defaults", "blest.errors"}
+BASE = {"blest._version", "blest.defaults", "blest.errors", "blest.cachedirs", "blest.signals"}
 ALLOWED: dict[str, set[str]] = {
     "graph": {"graph"},
     "datasets": {"graph", "datasets"},

@@ -2,7 +2,9 @@
 (SIGINT) or terminated (SIGTERM) at the named points of the write and at random moments, and
 run twice at once on one output. Afterwards the config either still names the old, intact
 artifact (BFS gives the old graph's levels) or names the new one, complete; a signal other
-than SIGKILL leaves no temporary file behind."""
+than SIGKILL leaves no temporary file behind, and one that comes after the new config is out
+changes nothing (status 0, no orphaned artifact). The faults are injected by ``faults.py``
+(tests only): blest reads no fault-injection variable."""
 
 from __future__ import annotations
 
@@ -25,6 +27,12 @@ from blest.reference import bfs_levels
 from blest.tuning.tuner import tune, write_tuned
 
 FLAGS = ("--ordering", "rcm", "--sigma", "8")
+FAULTS = Path(__file__).resolve().parent / "faults.py"
+
+
+def faulty_tune(spec: str, graph: Path, config: Path, *extra: str) -> list[str]:
+    """blest-tune with the fault ``spec`` (``POINT:ACTION``, see faults.py) injected."""
+    return [sys.executable, str(FAULTS), spec, str(graph), "-o", str(config), *extra]
 
 
 @pytest.fixture
@@ -65,6 +73,8 @@ POINTS = [
     ("config-written", "int", "old"),
     ("artifact-written", "term", "old"),
     ("after-artifact", "term", "old"),
+    ("after-config", "int", "new"),  # the config is out: the run finishes, status 0
+    ("after-config", "term", "new"),
 ]
 # Interrupted: status 130, or killed by SIGINT once cleaned up (CPython does so when the
 # KeyboardInterrupt passed through code it ran for a C extension); shells report both as 130.
@@ -75,14 +85,66 @@ EXIT = {"kill": (-signal.SIGKILL,), "int": INTERRUPTED, "term": (143,)}
 @pytest.mark.parametrize("point,action,expected", POINTS, ids=lambda x: str(x))
 def test_a_signal_at_each_point_of_the_write(setup, point, action, expected):
     tmp, config, graphs = setup
-    env = cli_env(tmp, BLEST_FAILPOINT=f"{point}:{action}")
+    cmd = faulty_tune(f"{point}:{action}", tmp / "graphs" / "b.mtx", config, *FLAGS, "-q")
+    r = subprocess.run(cmd, env=cli_env(tmp), capture_output=True, timeout=120)
+    published = point == "after-config" and action != "kill"
+    assert r.returncode in ((0,) if published else EXIT[action]), r.stderr  # it fired
+    assert _state(config, graphs) == expected
+    if published:
+        assert r.stderr == b""
+    elif action != "kill":
+        assert b"Traceback" not in r.stderr and r.stderr.count(b"\n") == 1, r.stderr
+    if action != "kill":
+        assert _leftovers(tmp / "out", config) == []  # no temporary, no orphaned artifact
+
+
+def test_the_failpoint_variable_of_old_does_nothing(setup):
+    """A fault-injection variable in the environment cannot make blest-tune kill itself:
+    only a test's own process installs faults."""
+    tmp, config, graphs = setup
+    env = cli_env(tmp, BLEST_FAILPOINT="artifact-written:kill")
     cmd = tune_cmd(tmp / "graphs" / "b.mtx", config, *FLAGS, "-q")
     r = subprocess.run(cmd, env=env, capture_output=True, timeout=120)
-    assert r.returncode in EXIT[action], r.stderr  # the failpoint fired
-    assert _state(config, graphs) == expected
-    if action != "kill":
-        assert b"Traceback" not in r.stderr and r.stderr.count(b"\n") == 1, r.stderr
-        assert _leftovers(tmp / "out", config) == []  # no temporary, no orphaned artifact
+    assert r.returncode == 0, r.stderr
+    assert _state(config, graphs) == "new"
+    package = Path(__file__).resolve().parents[1] / "blest"
+    readers = [p for p in package.rglob("*.py") if "BLEST_FAILPOINT" in p.read_text()]
+    assert readers == []
+
+
+def test_ignored_stop_signals_stay_ignored(setup):
+    """Started with SIGINT and SIGHUP ignored (nohup, a script's background job), blest-tune
+    keeps them ignored: a SIGINT in the middle of the write does not stop it."""
+    tmp, config, graphs = setup
+
+    def ignore() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    for spec in ("artifact-written:int", "config-written:int"):
+        cmd = faulty_tune(spec, tmp / "graphs" / "b.mtx", config, *FLAGS, "-q")
+        r = subprocess.run(
+            cmd, env=cli_env(tmp), capture_output=True, timeout=120, preexec_fn=ignore
+        )
+        assert r.returncode == 0 and r.stderr == b"", (spec, r.stderr)
+        assert _state(config, graphs) == "new"
+        assert _leftovers(tmp / "out", config) == []
+
+
+def test_ctrl_c_inside_the_jit_compile_is_one_line(setup):
+    """A SIGINT delivered while LLVM runs one of its callbacks during the Numba compile of
+    the Jaccard ordering: one line, status 130, no "Exception ignored" report, nothing
+    published."""
+    pytest.importorskip("numba")
+    tmp, config, graphs = setup
+    before = config.read_bytes()
+    env = cli_env(tmp, BLEST_TEST_SIGINT_IN_JIT="1")  # a fresh cache: Numba compiles
+    cmd = faulty_tune("", tmp / "graphs" / "b.mtx", config, "--ordering", "jaccard", "-q")
+    r = subprocess.run(cmd, env=env, capture_output=True, timeout=300)
+    assert r.returncode in INTERRUPTED, r.stderr
+    assert r.stderr == b"blest-tune: interrupted\n"
+    assert config.read_bytes() == before and _state(config, graphs) == "old"
+    assert _leftovers(tmp / "out", config) == []
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGKILL, signal.SIGINT])
@@ -128,10 +190,7 @@ def test_a_second_tune_waits_and_says_so(setup):
     tmp, config, graphs = setup
     a_file = tmp / "graphs" / "a.mtx"
     write_mtx(next(g for w, g in graphs.values() if w == "old"), a_file)
-    holder = TTYRun(
-        tune_cmd(a_file, config, *FLAGS),
-        cli_env(tmp, BLEST_FAILPOINT="after-artifact:sleep=3"),
-    )
+    holder = TTYRun(faulty_tune("after-artifact:sleep=3", a_file, config, *FLAGS), cli_env(tmp))
     holder.wait_for(b"writing")
     time.sleep(0.3)
     waiter = subprocess.run(

@@ -11,6 +11,7 @@ import time
 import warnings
 from pathlib import Path
 
+import faults
 import numpy as np
 import pytest
 from random_graphs import make_directed, make_grid
@@ -138,31 +139,89 @@ def test_lock_waits_for_the_holder_and_survives_removal(tmp_path):
 
 
 # ---------------------------------------------------------------------- item 4
+def _age(*paths: Path, hours: float = 2.0) -> None:
+    then = time.time() - hours * 3600
+    for p in paths:
+        os.utime(p, (then, then))
+
+
 def test_stale_temporaries_are_swept_fresh_ones_kept(tmp_path, rng):
+    """Only temporaries of killed writers go: blest's by name and by their first bytes."""
     config = tmp_path / "g.blest.json"
-    stale = [tmp_path / ".g.blest.json.abc123.tmp", tmp_path / ".g.blest.npz.def456.tmp"]
-    fresh = tmp_path / ".g.blest.npz.0fresh.tmp"  # maybe another run writing right now
-    other = tmp_path / ".h.blest.npz.xyz.tmp"  # not ours
-    for p in [*stale, fresh, other]:
-        p.write_bytes(b"partial")
-    hour_ago = time.time() - 2 * 3600
-    for p in [*stale, other]:
-        os.utime(p, (hour_ago, hour_ago))
+    artifact = tmp_path / write_tuned(_outcome(make_grid(rng, 80)), tmp_path / "a.json").artifact
+    config_text = (tmp_path / "a.json").read_bytes()
+    stale = {
+        ".g.blest.json.blest-abc123de.tmp": config_text[:40],  # killed mid-write
+        ".g.blest.npz.blest-def456gh.tmp": artifact.read_bytes()[:3000],
+        ".g.blest.npz.blest-00000000.tmp": b"",  # killed before its first bytes went out
+    }
+    kept = {
+        ".g.blest.npz.blest-0fresh00.tmp": artifact.read_bytes()[:3000],  # may be writing now
+        ".h.blest.npz.blest-xyz12345.tmp": artifact.read_bytes()[:3000],  # another output's
+        ".g.blest.json.mine.tmp": b"a user's notes",  # the old pattern: a user's name
+        ".g.blest.json.blest-users000.tmp": b'{"a user": "file"}',  # our name, not our bytes
+        ".g.blest.npz.blest-zipzip00.tmp": _user_npz(),
+    }
+    for name, data in {**stale, **kept}.items():
+        (tmp_path / name).write_bytes(data)
+    _age(*(tmp_path / n for n in [*stale, *kept] if "fresh" not in n))
     write_tuned(_outcome(make_grid(rng, 100)), config)
-    assert not any(p.exists() for p in stale)
-    assert fresh.exists() and other.exists()
+    assert not any((tmp_path / n).exists() for n in stale)
+    for name, data in kept.items():
+        assert (tmp_path / name).read_bytes() == data, name
+
+
+def _user_npz() -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, format=np.array("mine"), x=np.arange(5))
+    return buf.getvalue()
 
 
 def test_orphaned_artifacts_of_killed_writers_are_swept(tmp_path, rng):
+    """An orphan goes when it is a blest artifact named by its own content hash and no config
+    names it; a user's archive under such a name, a copy under another hash, or an artifact
+    another config names stay byte-identical."""
     config = tmp_path / "g.blest.json"
-    orphan = tmp_path / "g.blest.0123456789ab.npz"  # a writer killed before its config
-    named = tmp_path / "g.blest.ba9876543210.npz"  # named by another config: kept
-    for p in (orphan, named):
-        p.write_bytes(b"PK")
-        os.utime(p, (time.time() - 7200, time.time() - 7200))
+    real = tmp_path / write_tuned(_outcome(make_directed(rng, 90)), tmp_path / "x.json").artifact
+    data = real.read_bytes()
+    (tmp_path / "x.json").unlink()
+    orphan = tmp_path / real.name.replace("x.blest.", "g.blest.")  # a writer killed before
+    os.replace(real, orphan)  # its config: the name holds its own hash
+    copied = tmp_path / "g.blest.0123456789ab.npz"  # a blest artifact under a foreign hash
+    users = tmp_path / "g.blest.ba9876543210.npz"  # a user's archive under a blest-like name
+    named = tmp_path / "g.blest.cafecafecafe.npz"  # named by another config
+    copied.write_bytes(data)
+    users.write_bytes(_user_npz())
+    named.write_bytes(data)
     (tmp_path / "other.json").write_text(json.dumps({"artifact": {"path": named.name}}))
+    _age(orphan, copied, users, named)
+    kept = {p: p.read_bytes() for p in (copied, users, named)}
     write_tuned(_outcome(make_grid(rng, 100)), config)
-    assert not orphan.exists() and named.exists()
+    assert not orphan.exists()
+    assert {p: p.read_bytes() for p in kept} == kept
+
+
+def test_a_users_files_named_like_blests_survive_blest_tune(tmp_path, rng, capsys):
+    """The reproduction: a user's two-hour-old g.blest.0123456789ab.npz and a
+    .g.blest.json.mine.tmp in the directory of ``blest-tune -o g.blest.json``."""
+    from blest.cli import tune_main
+    from blest.datasets import write_mtx
+
+    write_mtx(make_directed(rng, 120), tmp_path / "g.mtx")
+    mine = {
+        tmp_path / "g.blest.0123456789ab.npz": _user_npz(),
+        tmp_path / ".g.blest.json.mine.tmp": b"half of my own json",
+    }
+    for p, data in mine.items():
+        p.write_bytes(data)
+    _age(*mine)
+    config = tmp_path / "g.blest.json"
+    for _ in range(2):  # the first run writes a pair, the second replaces it
+        argv = [str(tmp_path / "g.mtx"), "-o", str(config), "-q", "--ordering", "rcm"]
+        assert tune_main(argv) == 0
+    assert {p: p.read_bytes() for p in mine} == mine
 
 
 def test_a_signal_during_a_write_removes_the_temporary(tmp_path):
@@ -220,7 +279,7 @@ def test_write_tuned_never_leaves_a_half_pair_on_errors(tmp_path, rng, monkeypat
     write_tuned(_outcome(old), config)
     before = sorted(p.name for p in tmp_path.iterdir())
     for point in files.FAILPOINTS[:3]:
-        monkeypatch.setenv("BLEST_FAILPOINT", f"{point}:raise")
+        monkeypatch.setattr(files, "fault_hook", faults.hook(f"{point}:raise"))
         with pytest.raises(RuntimeError, match=point):
             write_tuned(_outcome(make_grid(rng, 90)), config)
         assert sorted(p.name for p in tmp_path.iterdir()) == before, point

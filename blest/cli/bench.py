@@ -10,7 +10,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from blest.cli.common import Progress, is_config, positive_int, read_config
+from blest.cli.common import Progress, is_config, positive_int, read_config, say
 from blest.cli.graphs import GRAPH_HELP, given_graph_flags, graph_flags, load
 from blest.cli.outputs import print_json
 from blest.defaults import DEFAULT_SIGMA, TIMING_SOURCES
@@ -156,9 +156,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
     else:
-        print("\n".join(_text(result)))
+        say(*_text(result))
         if args.plot:
-            print(f"plot        {args.plot}")
+            say(f"plot        {args.plot}")
     if samples.differs:
         print(
             f"blest bench: {len(samples.differs)} sources gave levels that differ from SciPy's "

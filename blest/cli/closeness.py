@@ -16,11 +16,11 @@ from typing import IO
 
 import numpy as np
 
-from blest.cli.common import Progress, is_config
+from blest.cli.common import Progress, is_config, say
 from blest.cli.graphs import graph_flags, load
 from blest.cli.outputs import check_levels_output
 from blest.errors import ArgumentError
-from blest.tuning.files import atomic_write
+from blest.tuning.files import atomic_write, write_error
 
 __all__ = ["closeness_parser"]
 
@@ -123,8 +123,11 @@ def _write(path: str, scores: np.ndarray, ids: np.ndarray, name: str) -> None:
             f.write((f"vertex,{name}\n" + "\n".join(rows) + "\n").encode())
 
     if path == "-":
-        write(sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+        try:
+            write(sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        except OSError as exc:  # a full disk, say: name what could not be written
+            raise write_error(exc, "standard output") from None
     else:
         atomic_write(path, write)
 
@@ -155,7 +158,7 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     name = "harmonic" if args.harmonic else "closeness"
     _write(args.out, scores, ids, name)
     if args.out != "-":
-        print(
+        say(
             f"{name} of {scores.size:,} vertices in {time.perf_counter() - t0:.2f} s "
             f"written to {args.out}"
         )

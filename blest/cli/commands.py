@@ -20,6 +20,7 @@ from blest.cli.common import (
     positive_int,
     read_config,
     run,
+    say,
     seconds,
     spec_args,
     spec_from,
@@ -117,7 +118,7 @@ def graph_facts(g: Any, sigmas: Sequence[int]) -> dict[str, Any]:
 def _describe(g: Any, facts: dict[str, Any]) -> None:
     f = facts["graph"]
     kind = "directed" if f["directed"] else "undirected"
-    print(f"graph       {f['source'] or '(object)'}")
+    say(f"graph       {f['source'] or '(object)'}")
     print(f"vertices    {f['n']:,}  ({f['isolated']:,} isolated)")
     print(f"arcs        {f['arcs']:,}  ({kind}; {g.report.summary()})")
     if f["n"]:
@@ -144,7 +145,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
             return 0
         lines = summary_lines(cfg) + [f"artifact   {cfg.artifact_path}"]
         lines += [f"note       {n}" for n in cfg.notes] + timing_lines(cfg)
-        print("\n".join(lines))
+        say(*lines)
         return 0
     graph = load(args.graph, args)
     facts = graph_facts(graph, args.sigmas)
@@ -226,9 +227,9 @@ def _cmd_bfs(args: argparse.Namespace) -> int:
     timing = f"{ms:.3f} ms traversal" if info["engine"].startswith("GPU") else f"{ms:.1f} ms"
     line = f"source {args.src}: {reached:,} of {n:,} reached, depth {depth} "
     line += f"({info['engine']}, {timing})"
-    print(line, file=sys.stderr if args.out == "-" else sys.stdout)
+    say(line, file=sys.stderr if args.out == "-" else sys.stdout)
     if args.out and args.out != "-":
-        print(f"levels written to {args.out}")
+        say(f"levels written to {args.out}")
     return 0
 
 
@@ -253,11 +254,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     config = out / "luxembourg_osm.blest.json"
     argv = [str(example_path()), "-o", str(config), "--budget", str(args.budget)]
-    print(f"$ blest-tune {' '.join(argv)}")
+    say(f"$ blest-tune {' '.join(argv)}")
     status = tune_main(argv)
     if status:
         return status
-    print(f"$ python -c 'blest.load_tuned(\"{config}\").bfs(src)'")
+    say(f"$ python -c 'blest.load_tuned(\"{config}\").bfs(src)'")
     device = "emulator" if resolve_device(None) == "cpu" else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the no-GPU notice was printed by blest-tune already
@@ -275,7 +276,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         )
         if not ok:
             return 1
-    print(f"generated CUDA of the chosen variant: blest source {config}")
+    say(f"generated CUDA of the chosen variant: blest source {config}")
     return 0
 
 

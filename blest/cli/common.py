@@ -6,30 +6,72 @@ traceback is printed and the exit status is 1. Signals end a command after remov
 temporary files of a write in progress and stopping compiler processes, with one line and no
 traceback: Ctrl-C (SIGINT) "interrupted", status 130 (or, when CPython insists, death by
 SIGINT, which a shell also reports as 130); SIGTERM / SIGHUP "terminated", status 143 / 129.
-A standard output closed early (``blest variants | head -3``) ends the command quietly with
-status 141 (128 + SIGPIPE, what a shell reports for a program killed by SIGPIPE).
+A signal that comes once the command's result is published changes nothing (status 0), and
+signals ignored when the command started stay ignored. A standard output closed early (``blest
+variants | head -3``) ends the command quietly with status 141 (128 + SIGPIPE, what a shell
+reports for a program killed by SIGPIPE).
+
+Whatever the tools print that may hold a string from a user or a file (paths, notes, messages)
+goes through :func:`printable`, so that control characters in a file name cannot move the
+cursor, rewrite the screen or fake a line.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import signal
 import sys
 import threading
 import time
+import unicodedata
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO
 
 from blest._version import __version__
 from blest.codegen.spec import VariantSpec
 from blest.defaults import SIGMAS
-from blest.errors import BlestError
-from blest.tuning.files import Terminated, raise_if_stopped, stops_recorded
+from blest.errors import BlestError, CompileError
+from blest.tuning.files import Terminated, raise_if_stopped, stops_recorded, write_error
 
 EXIT_USER_ERROR = 2
 EXIT_BROKEN_PIPE = 128 + 13
+
+
+#: Not control characters, yet able to reorder or split what a terminal shows.
+_INVISIBLE = frozenset("\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
+                       "\u2066\u2067\u2068\u2069")  # fmt: skip
+
+
+def _escape(ch: str) -> str:
+    if ch in "\n\r\t":
+        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch]
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a file name that is not UTF-8
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: object) -> str:
+    """``text`` safe to print on one line: control characters (C0, DEL, C1), bidirectional
+    and line-separator marks and the undecodable bytes of a file name (lone surrogates) are
+    written as escapes (``\\x1b``, ``\\n``, ``\\u202e``, ``\\xff``); all else is kept."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(
+        _escape(ch) if unicodedata.category(ch) in ("Cc", "Cs") or ch in _INVISIBLE else ch
+        for ch in text
+    )
+
+
+def say(*lines: object, file: IO[str] | None = None) -> None:
+    """Print each of ``lines`` (:func:`printable`) on a line of its own, to stdout by default."""
+    for line in lines:
+        print(printable(line), file=sys.stdout if file is None else file)
 
 
 class Progress:
@@ -55,7 +97,7 @@ class Progress:
             left = max(0.0, self.budget - (time.monotonic() - self._search_start))
             message = f"{left:4.0f} s left | {message}"
         width = max(20, _columns() - 1)
-        sys.stderr.write(f"\r\x1b[K{self.prog}: {message}"[: width + 4])
+        sys.stderr.write(f"\r\x1b[K{self.prog}: {printable(message)}"[: width + 4])
         sys.stderr.flush()
         self._shown = True
 
@@ -231,12 +273,20 @@ def target_spec(args: argparse.Namespace) -> tuple[VariantSpec, object]:
 
 # ---------------------------------------------------------------------- the policy
 def one_line(exc: BaseException) -> str:
-    """The first line of an error's message; OSErrors without their ``[Errno n]`` prefix."""
+    """An error's message on one line, printable: OSErrors without their ``[Errno n]`` prefix
+    (a full disk said as such, with the path), a compile error's first line only (its log
+    follows), control characters of any other message (a file name's, say) escaped."""
     if isinstance(exc, OSError) and exc.strerror:
-        text = f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+        text = exc.strerror
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT) and "disk" not in text:
+            text = str(write_error(exc, exc.filename or "a file").strerror)
+        elif exc.filename:
+            text = f"{text}: {exc.filename}"
     else:
         text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+        if isinstance(exc, CompileError):
+            text = text.splitlines()[0] if text else ""
+    return printable(text) if text else type(exc).__name__
 
 
 def _silence_stdout() -> None:
@@ -269,15 +319,53 @@ def _run_command(func: Callable[[argparse.Namespace], object], args: argparse.Na
     return status
 
 
+class _NamedStream:
+    """A text stream whose write errors name it (a full disk under ``> file``, say)."""
+
+    def __init__(self, stream: IO[str], name: str) -> None:
+        self._stream, self._name = stream, name
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise self._named(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise self._named(exc) from None
+
+    def _named(self, exc: OSError) -> OSError:
+        if exc.filename is None:
+            exc.filename = self._name
+        return exc
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _named_stdout() -> Iterator[None]:
+    stream = sys.stdout
+    if stream is not None:
+        sys.stdout = _NamedStream(stream, "standard output")  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout = stream
+
+
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
     """Parse ``argv`` and run the chosen command under the error and signal policy."""
     prog = parser.prog
 
     def warn(message: Warning | str, *_: object, **__: object) -> None:
-        print(f"{prog}: warning: {message}", file=sys.stderr)
+        print(f"{prog}: warning: {printable(message)}", file=sys.stderr)
 
     args = None
-    with stops_recorded(), warnings.catch_warnings():
+    with stops_recorded(), warnings.catch_warnings(), _named_stdout():
         warnings.showwarning = warn
         try:
             args = parser.parse_args(argv)
@@ -290,6 +378,8 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
         except (BlestError, OSError) as exc:
             if getattr(args, "debug", False):
                 raise
+            if isinstance(exc, OSError) and exc.filename == "standard output":
+                _silence_stdout()  # or the interpreter's last flush fails again
             print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
             return EXIT_USER_ERROR
         except Terminated as exc:

@@ -17,6 +17,7 @@ import numpy as np
 from blest.errors import ArgumentError, GraphFormatError, VertexError
 from blest.graph.core import Graph
 from blest.graph.io import FORMATS
+from blest.tuning.files import write_error
 
 __all__ = ["GRAPH_FLAGS", "given_graph_flags", "graph_flags", "load", "user_to_graph_id"]
 
@@ -87,14 +88,21 @@ def given_graph_flags(args: argparse.Namespace) -> list[str]:
 def _stdin_file() -> Iterator[Path]:
     """Standard input spooled to a temporary file (removed on exit, signals included)."""
     stream = sys.stdin
-    if stream is None or stream.isatty():
+    if stream is None or stream.closed:  # Python found no file descriptor 0, or it was closed
+        raise ArgumentError("the graph is - but standard input is closed: pipe a graph in")
+    if stream.isatty():
         raise ArgumentError("the graph is - but standard input is a terminal: pipe a graph in")
     with tempfile.TemporaryDirectory(prefix="blest-stdin-") as tmp:
         head = stream.buffer.read(2)
         path = Path(tmp) / ("stdin.gz" if head == b"\x1f\x8b" else "stdin")
-        with open(path, "wb") as f:
-            f.write(head)
-            shutil.copyfileobj(stream.buffer, f, 1 << 20)
+        try:
+            with open(path, "wb") as f:
+                f.write(head)
+                shutil.copyfileobj(stream.buffer, f, 1 << 20)
+        except OSError as exc:  # name the copy's place (a full disk, say), not a bare errno
+            if exc.filename is None:
+                raise write_error(exc, f"standard input's copy in {tmp}") from None
+            raise
         yield path
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from blest.errors import ArgumentError
 from blest.tuning.config import json_ready
-from blest.tuning.files import atomic_write, check_output_path
+from blest.tuning.files import atomic_write, check_output_path, write_error
 
 __all__ = ["LEVEL_FORMATS", "check_levels_output", "print_json", "write_levels"]
 
@@ -61,9 +61,12 @@ def write_levels(path: str, levels: np.ndarray, labels: np.ndarray | None = None
             f.write(_text(levels, ids))
 
     if path == "-":
-        sys.stdout.flush()
-        write(sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+        try:
+            sys.stdout.flush()
+            write(sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        except OSError as exc:  # a full disk, say: name what could not be written
+            raise write_error(exc, "standard output") from None
     else:
         atomic_write(path, write)
 

@@ -8,7 +8,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from blest.cli.common import Parser, Progress, common_flags, positive_int, run, seconds
+from blest.cli.common import (
+    Parser,
+    Progress,
+    common_flags,
+    positive_int,
+    run,
+    say,
+    seconds,
+)
 from blest.cli.graphs import GRAPH_HELP, graph_flags, load
 from blest.defaults import SIGMAS
 from blest.errors import ArgumentError
@@ -88,19 +96,19 @@ def _tune_and_write(args: argparse.Namespace, config: Path, base: Path, progress
 
     def waiting() -> None:
         progress.clear()
-        print(f"blest-tune: waiting for another blest-tune on {config}", file=sys.stderr)
+        say(f"blest-tune: waiting for another blest-tune on {config}", file=sys.stderr)
 
     progress(f"writing {config}")
     return write_tuned(outcome, config, base, on_wait=waiting)
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
-    from blest.tuning.files import sweep_stale_temps
+    from blest.tuning.publish import sweep
     from blest.tuning.summary import summary_lines
 
     config, base = _tune_outputs(args)
     _check_orderings(args.ordering)
-    sweep_stale_temps(config.parent, [config.name, base.name])
+    sweep(config, base)
     progress = Progress("blest-tune", enabled=not args.quiet, budget=args.budget)
     try:
         cfg = _tune_and_write(args, config, base, progress)
@@ -108,9 +116,8 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         progress.clear()
     if not args.quiet:
         if cfg.notes:
-            print(f"blest-tune: note: {'; '.join(cfg.notes)}", file=sys.stderr)
-        print("\n".join(summary_lines(cfg)))
-        print(f"wrote      {config} and {cfg.artifact_path}")
+            say(f"blest-tune: note: {'; '.join(cfg.notes)}", file=sys.stderr)
+        say(*summary_lines(cfg), f"wrote      {config} and {cfg.artifact_path}")
     return 0
 
 

@@ -1,26 +1,29 @@
 """On-disk cache of compiled kernels (cubin / PTX), safe under concurrent processes.
 
-Location: ``$BLEST_CACHE_DIR`` or ``$XDG_CACHE_HOME/blest`` or ``~/.cache/blest``, subdirectory
-``kernels/``; one file ``<sha256>.<target>`` per entry. The key hashes the source, the full NVRTC
-option list, arch, target, the toolchain fingerprint (NVRTC build, header identity) and
-:data:`CACHE_FORMAT`.
+Location: the ``kernels/`` part of the per-user cache directory (:mod:`blest.cachedirs`:
+``$BLEST_CACHE_DIR`` or ``$XDG_CACHE_HOME/blest`` or ``~/.cache/blest``), used only when it can
+be trusted (it and its entries belong to the user and nobody else can write them; else one
+warning, and kernels are compiled every time). One file ``<sha256>.<target>`` per entry. The key
+hashes the source, the full NVRTC option list, arch, target, the toolchain fingerprint (NVRTC
+build, header identity) and :data:`CACHE_FORMAT`.
 
-Each entry is ``MAGIC | sha256(payload) | len(payload) | payload``, written to a temporary file in
-the same directory and published with :func:`os.replace`, so readers see a whole entry or none;
-an entry that fails the check (truncated, corrupted, foreign) is a miss and is overwritten by the
-next store. A cache directory that cannot be created or written makes stores no-ops after one
-warning; reads from a read-only cache still hit.
+Each entry is ``MAGIC | sha256(key, target) | sha256(payload) | len(payload) | payload``,
+written with mode 0600 to a temporary file in the same directory and published with
+:func:`os.replace`, so readers see a whole entry or none. An entry that fails the check
+(truncated, corrupted, foreign, or made for another key: a renamed entry) is a miss and is
+overwritten by the next store. A cache directory that cannot be created or written makes stores
+no-ops after one warning; reads from a read-only cache still hit.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+
+import blest.cachedirs as cachedirs
 
 __all__ = [
     "CACHE_FORMAT",
@@ -33,9 +36,10 @@ __all__ = [
     "reset_stats",
 ]
 
-CACHE_FORMAT = 1
-_MAGIC = b"BLESTK\x00\x01"
-_HEADER = struct.Struct(f"<{len(_MAGIC)}s32sQ")
+CACHE_FORMAT = 2
+_MAGIC = b"BLESTK\x00\x02"
+_HEADER = struct.Struct(f"<{len(_MAGIC)}s32s32sQ")
+_MAX_ENTRY = 1 << 30  # bytes: larger files are not entries
 
 _stats = {"hits": 0, "misses": 0, "stores": 0, "store_errors": 0}
 _warned_dirs: set[str] = set()
@@ -43,11 +47,7 @@ _warned_dirs: set[str] = set()
 
 def cache_dir() -> Path:
     """The kernels directory (not created here)."""
-    root = os.environ.get("BLEST_CACHE_DIR")
-    if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = os.path.join(xdg, "blest") if xdg else os.path.join("~", ".cache", "blest")
-    return Path(root).expanduser() / "kernels"
+    return cachedirs.cache_root() / "kernels"
 
 
 def cache_key(
@@ -62,43 +62,46 @@ def cache_key(
     return h.hexdigest()
 
 
+def _binding(key: str, target: str) -> bytes:
+    """What ties an entry to its name: a renamed entry does not load under the new name."""
+    return hashlib.sha256(f"{key}.{target}".encode("utf-8", "surrogatepass")).digest()
+
+
 def _path(key: str, target: str) -> Path:
     return cache_dir() / f"{key}.{target}"
 
 
 def load(key: str, target: str) -> bytes | None:
-    """The cached payload, or None (missing, unreadable, truncated or corrupted)."""
-    try:
-        blob = _path(key, target).read_bytes()
-    except OSError:
-        blob = b""
-    payload = _unpack(blob)
+    """The cached payload, or None (missing, unreadable, untrusted, truncated, corrupted, or
+    another key's)."""
+    d = cachedirs.private_dir("kernels")
+    blob = cachedirs.read_entry(d / f"{key}.{target}", _MAX_ENTRY) if d is not None else None
+    payload = _unpack(blob or b"", _binding(key, target))
     _stats["hits" if payload is not None else "misses"] += 1
     return payload
 
 
-def _unpack(blob: bytes) -> bytes | None:
+def _unpack(blob: bytes, binding: bytes) -> bytes | None:
     if len(blob) < _HEADER.size:
         return None
-    magic, digest, size = _HEADER.unpack_from(blob)
+    magic, bound, digest, size = _HEADER.unpack_from(blob)
     payload = blob[_HEADER.size :]
-    if magic != _MAGIC or size != len(payload) or hashlib.sha256(payload).digest() != digest:
+    if magic != _MAGIC or bound != binding or size != len(payload):
         return None
-    return payload
+    return payload if hashlib.sha256(payload).digest() == digest else None
 
 
 def store(key: str, target: str, payload: bytes) -> bool:
     """Publish an entry atomically; False (after one warning per directory) if it can't be."""
-    path = _path(key, target)
-    tmp = None
+    d = cachedirs.private_dir("kernels")
+    if d is None:  # untrusted or not creatable: private_dir has said so
+        _stats["store_errors"] += 1
+        return False
+    path = d / f"{key}.{target}"
+    header = _HEADER.pack(_MAGIC, _binding(key, target), hashlib.sha256(payload).digest(),
+                          len(payload))  # fmt: skip
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=f".{target}", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
-            f.write(_HEADER.pack(_MAGIC, hashlib.sha256(payload).digest(), len(payload)))
-            f.write(payload)
-        os.replace(tmp, path)
-        tmp = None
+        cachedirs.write_entry(path, header + payload)
     except OSError as exc:
         _stats["store_errors"] += 1
         where = str(path.parent)
@@ -111,12 +114,6 @@ def store(key: str, target: str, payload: bytes) -> bool:
                 stacklevel=3,
             )
         return False
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
     _stats["stores"] += 1
     return True
 
@@ -147,3 +144,4 @@ def reset_stats() -> None:
     for k in _stats:
         _stats[k] = 0
     _warned_dirs.clear()
+    cachedirs.forget_warnings()

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,9 +101,9 @@ def named_artifact(config: str | os.PathLike[str]) -> Path | None:
 
 
 def retune_hint(source: str | None, config: str | os.PathLike[str] | None = None) -> str:
-    """The one-line advice every refusal ends with."""
-    target = f" -o {config}" if config else ""
-    return f"re-run blest-tune {source or 'GRAPH'}{target}"
+    """The one-line advice every refusal ends with: a command to copy, its paths quoted."""
+    target = f" -o {shlex.quote(os.fspath(config))}" if config else ""
+    return f"re-run blest-tune {shlex.quote(source) if source else 'GRAPH'}{target}"
 
 
 def json_ready(x: Any) -> Any:
@@ -444,11 +445,14 @@ class TunedConfig:
         """The config as the JSON text :meth:`write` writes."""
         return json.dumps(json_ready(self.to_dict()), indent=2, allow_nan=False) + "\n"
 
-    def write(self, path: str | os.PathLike[str], *, point: str | None = None) -> Path:
+    def write(
+        self, path: str | os.PathLike[str], *, point: str | None = None, **publish: Any
+    ) -> Path:
         """Write atomically (temporary file + os.replace); returns the path. ``point`` names
-        a test failpoint (:func:`blest.tuning.files.failpoint`) before the replace."""
+        a test failpoint (:func:`blest.tuning.files.failpoint`) before the replace; ``publish``
+        goes to :func:`~blest.tuning.files.atomic_write` (``then``, ``final``)."""
         text = self.json_text().encode()
-        out = atomic_write(path, lambda f: f.write(text), point=point)
+        out = atomic_write(path, lambda f: f.write(text), point=point, **publish)
         self.path = Path(path)
         return out
 

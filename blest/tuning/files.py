@@ -2,13 +2,12 @@
 temporary files removed on errors and on SIGTERM / SIGHUP / SIGINT, stale temporaries swept,
 an exclusive lock per output, and the SHA-256 of a file.
 
-Temporary files are named ``.<final name>.<random>.tmp`` and live beside their target, so that
-:func:`os.replace` publishes them atomically.
+Temporary files are named ``.<final name>.blest-<8 random characters>.tmp`` and live beside
+their target, so that :func:`os.replace` publishes them atomically; a sweep removes only such
+files that also hold what their writer writes (see :func:`sweep_stale_temps`).
 
-Fault injection, a private hook for the tests: ``BLEST_FAILPOINT=<point>[:<action>]`` makes
-:func:`failpoint` act at the named point; ``action`` is ``kill`` (SIGKILL, the default), ``int``
-(SIGINT), ``term`` (SIGTERM), ``raise`` (``RuntimeError``) or ``sleep=<seconds>``. The points
-are listed in :data:`FAILPOINTS`.
+:func:`failpoint` marks the points of a write where the tests inject faults (listed in
+:data:`FAILPOINTS`); it does nothing unless a test installs :data:`fault_hook`.
 """
 
 from __future__ import annotations
@@ -18,7 +17,9 @@ import errno
 import fcntl
 import hashlib
 import os
+import re
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -26,7 +27,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from blest.errors import ArgumentError
+from blest.errors import ArgumentError, ConfigError
+from blest.signals import held_signals
 
 __all__ = [
     "FAILPOINTS",
@@ -43,6 +45,7 @@ __all__ = [
     "signals_raise",
     "stops_recorded",
     "sweep_stale_temps",
+    "write_error",
 ]
 
 #: Where :func:`failpoint` may act: a temporary file written but not published, published.
@@ -54,6 +57,10 @@ FAILPOINTS = (
 )
 #: Temporary files and orphaned artifacts older than this (seconds) are swept.
 STALE_SECONDS = 3600.0
+#: What marks a temporary file as blest's, between the final name and the random part.
+TEMP_MARK = "blest-"
+#: The fault-injection hook of the tests: ``fault_hook(point)`` is called at each failpoint.
+fault_hook: Callable[[str], None] | None = None
 
 
 class Terminated(KeyboardInterrupt):
@@ -67,6 +74,10 @@ class Terminated(KeyboardInterrupt):
 # ---------------------------------------------------------------------- signals
 #: The stop signal received inside :func:`stops_recorded` (0: none yet).
 _STOP = [0]
+#: Set inside :func:`stops_recorded` once the command's result is published (see
+#: :func:`atomic_write`'s ``final``): stop signals then change nothing.
+_DONE = [False]
+_RECORDING = [False]
 
 
 def _raise_terminated(owner: int, record: bool = False) -> Callable[[int, object], None]:
@@ -76,6 +87,8 @@ def _raise_terminated(owner: int, record: bool = False) -> Callable[[int, object
             os.kill(os.getpid(), signum)
             return
         if record:
+            if _DONE[0]:  # the result is out: finish, and exit as if no signal had come
+                return
             _STOP[0] = signum
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
@@ -87,31 +100,39 @@ def _raise_terminated(owner: int, record: bool = False) -> Callable[[int, object
 @contextlib.contextmanager
 def stops_recorded() -> Iterator[None]:
     """For a command line: within the block, SIGINT raises KeyboardInterrupt and SIGTERM /
-    SIGHUP (where still at their default disposition) raise :class:`Terminated`, and each
-    signal is also remembered, for :func:`raise_if_stopped`. An exception raised in a signal
-    handler can be lost: Numba reports and drops the ones raised inside its ctypes callbacks,
-    so a Ctrl-C during a JIT compile would let the work go on and publish its files. Main
-    thread only (elsewhere the block runs unchanged); the previous handlers are restored."""
+    SIGHUP raise :class:`Terminated` (each where not ignored, SIGTERM and SIGHUP where still at
+    their default disposition), and each signal is also remembered, for
+    :func:`raise_if_stopped`. An exception raised in a signal handler can be lost: Numba
+    reports and drops the ones raised inside its ctypes callbacks, so a Ctrl-C during a JIT
+    compile would let the work go on and publish its files. Once the command's result is
+    published (:func:`atomic_write` with ``final=True``), signals are ignored: the command
+    finishes its clean-up and exits as it would have. Main thread only (elsewhere the block
+    runs unchanged); the previous handlers are restored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     handler = _raise_terminated(os.getpid(), record=True)
-    previous = {signal.SIGINT: signal.signal(signal.SIGINT, handler)}
+    previous = {}
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # nohup, `cmd &` in a script
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, handler)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) == signal.SIG_DFL:
             previous[sig] = signal.signal(sig, handler)
-    _STOP[0] = 0
+    outer = _STOP[0], _DONE[0], _RECORDING[0]  # a command run by another (blest demo)
+    _STOP[0], _DONE[0], _RECORDING[0] = 0, False, True
     try:
         yield
     finally:
-        _STOP[0] = 0
+        _STOP[0], _DONE[0], _RECORDING[0] = outer
         for sig, old in previous.items():
             signal.signal(sig, old)
 
 
 def raise_if_stopped() -> None:
     """Raise again the stop a signal asked for within :func:`stops_recorded`, in case its
-    exception was lost on the way (nothing outside that block)."""
+    exception was lost on the way (nothing outside that block, nor after the result is out)."""
+    if _DONE[0]:
+        return
     if _STOP[0] == signal.SIGINT:
         raise KeyboardInterrupt
     if _STOP[0]:
@@ -142,20 +163,9 @@ def signals_raise() -> Iterator[None]:
 
 
 def failpoint(name: str) -> None:
-    """Act as ``$BLEST_FAILPOINT`` asks when it names this point (see the module docstring)."""
-    spec = os.environ.get("BLEST_FAILPOINT", "")
-    point, _, action = spec.partition(":")
-    if not spec or point != name:
-        return
-    action = action or "kill"
-    if action.startswith("sleep="):
-        time.sleep(float(action[len("sleep=") :]))
-        return
-    if action == "raise":
-        raise RuntimeError(f"failpoint {name}")
-    sig = {"kill": signal.SIGKILL, "int": signal.SIGINT, "term": signal.SIGTERM}[action]
-    os.kill(os.getpid(), sig)
-    time.sleep(5)  # the signal arrives while we wait (a Python handler runs at the next tick)
+    """A point of a write where the tests inject faults: calls :data:`fault_hook` when set."""
+    if fault_hook is not None:
+        fault_hook(name)
 
 
 # ---------------------------------------------------------------------- paths
@@ -175,29 +185,64 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
     return p
 
 
+def write_error(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """``exc`` as an OSError whose message names ``path`` (not a temporary file), and says
+    "disk full" for a full disk or quota."""
+    if exc.errno == errno.ENOSPC:
+        reason = "the disk is full (no space left on device)"
+    elif exc.errno == errno.EDQUOT:
+        reason = "the disk quota is exceeded"
+    else:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+    return OSError(exc.errno, f"cannot write {path}: {reason}")
+
+
 def _temp_beside(path: Path) -> tuple[int, str]:
     """A new temporary file beside ``path``; an error names ``path``, never the temporary."""
     try:
-        return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+        return tempfile.mkstemp(
+            prefix=f".{path.name}.{TEMP_MARK}", suffix=".tmp", dir=path.parent or "."
+        )
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise OSError(exc.errno, f"cannot write {path}: {reason}") from None
+        raise write_error(exc, path) from None
 
 
 def sweep_stale_temps(
-    directory: str | os.PathLike[str], names: list[str], max_age_s: float = STALE_SECONDS
+    directory: str | os.PathLike[str],
+    names: list[str],
+    recognise: Callable[[bytes], bool],
+    max_age_s: float = STALE_SECONDS,
 ) -> list[Path]:
-    """Remove the temporary files ``.<name>.*.tmp`` (for each of ``names``) in ``directory``
-    older than ``max_age_s``: left by a process killed while writing. Returns what went."""
+    """Remove the temporary files that writers of ``names`` killed while writing left in
+    ``directory`` more than ``max_age_s`` ago. A file goes only if all of these hold: its name
+    is ``.<name>.blest-<8 characters>.tmp``, it is a regular file of the caller's, and it is
+    empty or ``recognise(its first 4 KiB)`` (what that writer writes). Returns what went."""
     removed = []
     now = time.time()
     for name in names:
-        for p in Path(directory).glob(f".{name}.*.tmp"):
+        pattern = re.compile(re.escape(f".{name}.{TEMP_MARK}") + r"[A-Za-z0-9_]{8}\.tmp")
+        for p in Path(directory).glob(f".{name}.{TEMP_MARK}*.tmp"):
             with contextlib.suppress(OSError):
-                if now - p.lstat().st_mtime > max_age_s and p.is_file():
-                    p.unlink()
-                    removed.append(p)
+                if pattern.fullmatch(p.name) and now - p.lstat().st_mtime > max_age_s:
+                    head = own_file_head(p)
+                    if head is not None and (head == b"" or recognise(head)):
+                        p.unlink()
+                        removed.append(p)
     return removed
+
+
+def own_file_head(path: Path, size: int = 4096) -> bytes | None:
+    """The first ``size`` bytes of ``path`` when it is a regular file (not a link) of the
+    caller's; else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            return None
+        return f.read(size)
 
 
 # ---------------------------------------------------------------------- writing
@@ -220,26 +265,45 @@ def _flush(f: IO[bytes]) -> None:
     os.fsync(f.fileno())
 
 
+def _write_and_flush(f: IO[bytes], write: Callable[[IO[bytes]], None], path: Path) -> None:
+    try:
+        write(f)
+        _flush(f)
+    except OSError as exc:
+        raise write_error(exc, path) from None
+
+
 def atomic_write(
     path: str | os.PathLike[str],
     write: Callable[[IO[bytes]], None],
     *,
     point: str | None = None,
+    then: Callable[[], None] | None = None,
+    final: bool = False,
 ) -> Path:
     """Call ``write(f)`` on a temporary file beside ``path``, then publish it with os.replace.
 
     Readers see the old file or the whole new one; on any error or signal (see
-    :func:`signals_raise`) the temporary file is removed and ``path`` is left as it was.
-    ``point`` names the :func:`failpoint` between writing and publishing.
+    :func:`signals_raise`) before the replace, the temporary file is removed and ``path`` is
+    left as it was; an error while writing names ``path`` (and says when the disk is full).
+    ``point`` names the :func:`failpoint` between writing and publishing. The replace and
+    ``then()`` (what must follow the publication) run with stop signals held
+    (:func:`blest.signals.held_signals`): a signal cannot cut them apart. ``final``: this file
+    is the command's result, so that within :func:`stops_recorded` a later stop signal no
+    longer stops the command.
     """
     path = Path(path)
     with _temporary(path) as (f, tmp):
-        write(f)
-        _flush(f)
+        _write_and_flush(f, write, path)
         if point:
             failpoint(point)
         raise_if_stopped()
-        os.replace(tmp, path)
+        with held_signals():
+            os.replace(tmp, path)
+            if final and _RECORDING[0]:
+                _DONE[0] = True
+            if then is not None:
+                then()
     return path
 
 
@@ -251,8 +315,7 @@ def publish_by_hash(
     Returns (path, full hex SHA-256)."""
     base = Path(base)
     with _temporary(base) as (f, tmp):
-        write(f)
-        _flush(f)
+        _write_and_flush(f, write, base)
         digest = sha256_file(tmp)
         target = base.with_name(f"{base.stem}.{digest[:12]}{base.suffix}")
         if point:
@@ -297,7 +360,11 @@ def exclusive_lock(
 ) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``<path>.lock`` for the block; ``on_wait()`` is called
     once if another process holds it (we then wait). The lock file is removed on release;
-    whoever locked a file that was removed meanwhile retries on the new one."""
+    whoever locked a file that was removed meanwhile retries on the new one.
+
+    The lock file is opened without following symbolic links and must be a regular file of the
+    caller's with no other link: anything else (planted by another user in a shared
+    directory, say) is refused with a :class:`~blest.errors.ConfigError` naming it."""
     lock = Path(f"{os.fspath(path)}.lock")
     waited = False
     while True:
@@ -318,7 +385,8 @@ def exclusive_lock(
         yield
     finally:
         with contextlib.suppress(OSError):
-            os.unlink(lock)
+            if _same_file(fd, lock):  # never another file put in its place
+                os.unlink(lock)
         os.close(fd)
 
 
@@ -330,17 +398,40 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
 def _open_lock(lock: Path) -> int:
     try:
-        return os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(lock, _LOCK_FLAGS, 0o600)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _refused(lock, "it is a symbolic link") from None
         reason = exc.strerror or type(exc).__name__
         raise OSError(exc.errno or errno.EIO, f"cannot lock {lock}: {reason}") from None
+    st = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(st.st_mode):
+        why = "it is not a regular file"
+    elif st.st_uid != os.geteuid():
+        why = f"it belongs to another user (uid {st.st_uid})"
+    elif st.st_nlink != 1:
+        why = "it has other hard links"
+    if why is not None:
+        os.close(fd)
+        raise _refused(lock, why)
+    return fd
+
+
+def _refused(lock: Path, why: str) -> ConfigError:
+    return ConfigError(
+        f"refusing the lock file {lock}: {why}; remove it if no blest-tune is writing there"
+    )
 
 
 def _same_file(fd: int, lock: Path) -> bool:
     try:
-        st = os.stat(lock)
+        st = os.lstat(lock)
     except FileNotFoundError:
         return False
     mine = os.fstat(fd)
