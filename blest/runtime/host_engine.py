@@ -122,9 +122,9 @@ class HostEngine:
         return arguments.seeds(src, self.n, self._new_of_old)
 
     def _check_out(self, out: Any) -> None:
-        if out == "device":
-            raise GPUUnavailableError("out='device' returns a CuPy array: it needs a GPU engine")
         if isinstance(out, str):
+            if out == "device":
+                raise GPUUnavailableError("out='device' (a CuPy array) needs a GPU engine")
             raise ArgumentError(
                 f"out={out!r}: this engine runs on the CPU and returns NumPy arrays (pass None "
                 "or an int32 NumPy array to fill)"
