@@ -40,7 +40,7 @@ NPZ_VERSION = 1
 
 _REQUIRED = ("format", "version", "n", "directed", "out_ptr", "out_idx", "content_hash")
 _OPTIONAL = ("in_ptr", "in_idx", "labels", "report")
-_SMALL = 1 << 16  # elements of a scalar member (format, version, n, hash, report text)
+_SMALL = 1  # elements of a scalar member (format, version, n, hash, report text)
 #: What a damaged archive or member may raise while it is read.
 _ARCHIVE_ERRORS = (
     ValueError,

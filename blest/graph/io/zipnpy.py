@@ -24,7 +24,7 @@ from blest.graph.io.files import GZIP_RATIO
 
 __all__ = ["MemberError", "NpzMembers"]
 
-_SLACK = 1 << 16  # bytes a member may declare beyond its compressed size times the ratio
+_SLACK = 50_000  # bytes a member may declare beyond its compressed size times the ratio
 
 
 class MemberError(ValueError):
