@@ -122,6 +122,8 @@ def _storable_labels(labels: np.ndarray) -> np.ndarray:
 def load_npz(f: GraphFile, opts: Options) -> Graph:
     """Read and check a graph archive written by :func:`save_graph` or SciPy's ``save_npz``."""
     cap = content_cap(opts.max_bytes)
+    if f.gzip and f.read(4) != b"PK\x03\x04":  # before expanding the whole stream
+        raise GraphFormatError("not a readable .npz archive: not a zip archive", path=f.where)
     try:
         with read_errors(f.where):
             source: Any = io.BytesIO(f.read_capped(cap)) if f.gzip else f.path
