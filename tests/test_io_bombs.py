@@ -260,3 +260,24 @@ def test_a_huge_file_as_artifact_is_refused_before_hashing(tmp_path: Path, monke
     huge.write_bytes(b"not a zip" * 10)
     with pytest.raises(ConfigError, match="not a .npz archive"):
         loader.load_tuned(config)
+
+
+@pytest.mark.parametrize("sigma", [4, 8, 16, 32])
+def test_the_artifact_size_bound_holds_for_real_artifacts(tmp_path: Path, rng, sigma) -> None:
+    """The bound of the check before hashing never refuses a real artifact."""
+    from random_graphs import make_directed, make_hubs, make_uniform
+
+    from blest.graph.prepared import Prepared
+    from blest.tuning.artifact import save_artifact
+    from blest.tuning.artifact_checks import max_artifact_bytes
+
+    graphs = [
+        make_directed(rng, 300),
+        make_uniform(rng, 2000),
+        make_hubs(rng, 500),
+        Graph.from_arcs(np.arange(0, 4000, 2), np.arange(1, 4000, 2), 4000, directed=True),
+        Graph.from_arcs([], [], 1, directed=False),
+    ]
+    for g in graphs:
+        p = save_artifact(tmp_path / "a.npz", Prepared.from_graph(g, sigma))
+        assert p.stat().st_size <= max_artifact_bytes(g.n, g.nnz, sigma), (g, sigma)
