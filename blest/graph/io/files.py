@@ -121,12 +121,14 @@ class GraphFile:
         """The whole content; a gzip stream expanding past ``cap`` is refused as it is read."""
         if not self.gzip or cap.nbytes is None:
             return self.read()
-        limit = int(cap.nbytes)
+        limit, total, parts = int(cap.nbytes), 0, []
         with read_errors(self.where), self.open() as f:
-            data = f.read(limit + 1)
-        if len(data) > limit:
-            raise refuse_content(self.where, cap)
-        return data
+            while block := f.read(CHUNK_BYTES):  # a read of `limit` bytes would reserve them
+                total += len(block)
+                if total > limit:
+                    raise refuse_content(self.where, cap)
+                parts.append(block)
+        return b"".join(parts)
 
     def line_chunks(self, cap: Limit, size: int = CHUNK_BYTES) -> Iterator[tuple[bytes, int]]:
         """The content as pieces of about ``size`` bytes cut after a newline (the last piece
