@@ -733,7 +733,8 @@ def test_npz_without_report_loads(tmp_path: Path) -> None:
 
 def test_npz_is_sniffed_without_extension(tmp_path: Path) -> None:
     g = Graph.from_arcs([0], [1], 2, directed=True, labels=np.array(["x", "y"]))
-    h = load_graph(save_graph(g, tmp_path / "saved.graph"))
+    with pytest.warns(UserWarning, match="named as a METIS graph but is a zip"):
+        h = load_graph(save_graph(g, tmp_path / "saved.graph"))
     assert h.content_hash() == g.content_hash() and h.labels.tolist() == ["x", "y"]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -103,11 +104,17 @@ def test_metis_the_old_misread_example(tmp_path: Path) -> None:
     # 6 vertices, 8 edges; read as an edge list this was 9 vertices and 7 directed arcs.
     text = "% a comment\n6 8\n2 3\n1 3 4\n1 2 5\n2 5 6\n3 4 6\n4 5\n"
     edges = {(0, 1), (0, 2), (1, 2), (1, 3), (2, 4), (3, 4), (3, 5), (4, 5)}
-    for name in ("six.graph", "six.txt", "six"):
+    for name in ("six.graph", "six"):  # by its name, or (no known name) by its content
         (tmp_path / name).write_text(text)
         g = load_graph(tmp_path / name)
         same_graph(g, undirected_reference(edges, 6))
         assert not g.directed and g.nnz == 16
+    # Named .txt, it is the edge list its name says, with a warning that it is METIS too.
+    (tmp_path / "six.txt").write_text(text)
+    with pytest.warns(UserWarning, match=r"also a valid METIS file.*format='metis'"):
+        g = load_graph(tmp_path / "six.txt")
+    assert g.report.format == "edgelist" and g.directed and (g.n, g.nnz) == (9, 7)
+    same_graph(load_graph(tmp_path / "six.txt", format="metis"), undirected_reference(edges, 6))
 
 
 def test_metis_isolated_vertices_crlf_gzip_and_options(tmp_path: Path) -> None:
@@ -206,26 +213,33 @@ def test_gap_edge_lists(
 
 
 # ====================================================================== content sniffing
-def test_matrix_market_named_txt_is_sniffed(tmp_path: Path) -> None:
+def test_matrix_market_named_txt_is_read_as_declared_with_a_warning(tmp_path: Path) -> None:
     text = MM.format(field="pattern", symmetry="symmetric") + "4 4 3\n2 1\n3 2\n4 1\n"
+    declared = r"named as an edge list but is a Matrix Market file: read as that"
     for name in ("m.txt", "m.csv", "m.el"):
         p = tmp_path / name
         p.write_text(text)
-        g = load_graph(p)
+        with pytest.warns(UserWarning, match=declared):
+            g = load_graph(p)
         assert not g.directed and g.n == 4 and g.report.format == "mtx"
         assert g.out_idx.tolist() == [1, 3, 0, 2, 1, 0]
     gz = tmp_path / "m.txt.gz"
     gz.write_bytes(gzip.compress(text.encode()))
-    assert load_graph(gz).report.format == "mtx"
-    hidden = tmp_path / "m.data"  # gzip found by its magic bytes, not its name
+    with pytest.warns(UserWarning, match=declared):
+        assert load_graph(gz).report.format == "mtx"
+    hidden = tmp_path / "m.data"  # gzip found by its magic bytes, not its name; no warning
     hidden.write_bytes(gzip.compress(text.encode()))
-    assert load_graph(hidden).content_hash() == load_graph(tmp_path / "m.txt").content_hash()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h = load_graph(hidden)
+        assert h.content_hash() == load_graph(tmp_path / "m.txt", format="mtx").content_hash()
 
 
-def test_npz_named_txt_is_sniffed(tmp_path: Path) -> None:
+def test_npz_named_txt_is_read_as_declared(tmp_path: Path) -> None:
     g = Graph.from_arcs([0, 2], [1, 0], 3, directed=True)
     p = save_graph(g, tmp_path / "saved.txt")
-    assert load_graph(p).content_hash() == g.content_hash()
+    with pytest.warns(UserWarning, match="named as an edge list but is a zip / .npz archive"):
+        assert load_graph(p).content_hash() == g.content_hash()
 
 
 def test_metis_versus_edge_list_tie_breaking(tmp_path: Path, rng: np.random.Generator) -> None:
@@ -239,12 +253,21 @@ def test_metis_versus_edge_list_tie_breaking(tmp_path: Path, rng: np.random.Gene
     (tmp_path / "ring.txt").write_text(text)
     same_graph(load_graph(tmp_path / "ring.graph"), undirected_reference(ring, n))
     assert load_graph(tmp_path / "ring.txt").report.format == "edgelist"
-    # A line of one number cannot be in an edge list: METIS whatever the name.
+    # The name decides: METIS content named .txt, and an edge list named .graph, get their
+    # named reader's error, which says what the content reads as.
     (tmp_path / "path.txt").write_text("3 2\n2\n1 3\n2\n")
-    same_graph(load_graph(tmp_path / "path.txt"), undirected_reference({(0, 1), (1, 2)}, 3))
-    # An edge list named .graph stays an edge list (0 is no METIS vertex number).
+    err = expect_line(tmp_path / "path.txt", 2, "found one column")
+    assert "reads as a METIS graph: pass format='metis' (--format metis)" in str(err)
+    same_graph(
+        load_graph(tmp_path / "path.txt", format="metis"), undirected_reference({(0, 1), (1, 2)}, 3)
+    )
     (tmp_path / "edges.graph").write_text("0 1\n1 2\n")
-    assert load_graph(tmp_path / "edges.graph").report.format == "edgelist"
+    err = expect_line(tmp_path / "edges.graph", 2, "more vertex lines than the 0")
+    assert "reads as an edge list: pass format='edgelist' (--format edgelist)" in str(err)
+    assert load_graph(tmp_path / "edges.graph", format="edgelist").report.format == "edgelist"
+    # Without a known name, the content decides.
+    (tmp_path / "path").write_text("3 2\n2\n1 3\n2\n")
+    same_graph(load_graph(tmp_path / "path"), undirected_reference({(0, 1), (1, 2)}, 3))
 
 
 def test_broken_metis_named_graph_reports_metis_error(tmp_path: Path) -> None:

@@ -1,30 +1,37 @@
 """Property-based fuzzing of every file loader.
 
-Random bytes, and valid files of every format damaged by truncation, byte flips, insertions,
-deletions and line shuffles, must either load as a valid cleaned Graph or raise
-GraphFormatError / GraphLimitError: never another exception, never a hang. Set
-BLEST_FUZZ_EXAMPLES to run more examples per test than the default 150.
+Random bytes, random gzip streams (several members, some expanding a thousandfold, cut short or
+damaged), and valid files of every format (SciPy's ``save_npz`` included) damaged by truncation,
+byte flips, insertions, deletions and line shuffles, must either load as a valid cleaned Graph
+or raise GraphFormatError / GraphLimitError: never another exception, never a hang. The
+prepared-artifact and tuned-config readers get the same, and may only raise ConfigError. The
+tests run under a memory cap: an address-space limit (``RLIMIT_AS``) 2 GiB above what the
+process has mapped, which the loaders' memory guard sees. Set BLEST_FUZZ_EXAMPLES to run more
+examples per test than the default 150.
 """
 
 from __future__ import annotations
 
 import gzip
 import importlib.util
+import json
 import os
 import signal
 import tempfile
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blest.errors import GraphFormatError, GraphLimitError
+from blest.errors import ConfigError, GraphFormatError, GraphLimitError
 from blest.graph.core import Graph
-from blest.graph.io import fastcsv, load_graph, save_graph
+from blest.graph.io import ENV_MAX_BYTES, fastcsv, load_graph, save_graph
 
 OUTCOMES = {"loaded": 0, "refused": 0}
 SETTINGS = settings(
@@ -63,6 +70,13 @@ def _npz(compress: bool) -> bytes:
         return save_graph(g, Path(d) / "g.npz", compress=compress).read_bytes()
 
 
+def _scipy_npz(kind: str) -> bytes:
+    m = sp.coo_array(([1.0, 0.0, 2.0, 3.0], ([0, 1, 2, 3], [1, 2, 0, 3])), shape=(4, 4))
+    with tempfile.TemporaryDirectory() as d:
+        sp.save_npz(Path(d) / "m.npz", m.asformat(kind), compressed=kind != "coo")
+        return (Path(d) / "m.npz").read_bytes()
+
+
 SEEDS = {
     "mtx": _mtx(False, "pattern"),
     "mtx-sym": _mtx(True, "real"),
@@ -73,6 +87,8 @@ SEEDS = {
     "metis-11": _metis("11"),
     "npz": _npz(False),
     "npz-deflate": _npz(True),
+    "scipy-csr": _scipy_npz("csr"),
+    "scipy-coo": _scipy_npz("coo"),
 }
 
 
@@ -117,11 +133,52 @@ def time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
+def _mapped() -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+@contextmanager
+def memory_cap(headroom: int = 2 << 30) -> Iterator[None]:
+    """An address-space limit ``headroom`` bytes above what is mapped now (as ``ulimit -v``
+    sets one), lifted afterwards; the memory guard then sees at most that much."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    mapped = _mapped()
+    old = resource.getrlimit(resource.RLIMIT_AS)
+    if mapped is None:
+        yield
+        return
+    soft = mapped + headroom
+    if old[1] != resource.RLIM_INFINITY:
+        soft = min(soft, old[1])
+    resource.setrlimit(resource.RLIMIT_AS, (soft, old[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, old)
+
+
+@pytest.fixture(autouse=True)
+def _guard_sees_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_MAX_BYTES, raising=False)
+
+
 def try_load(path: Path, content: bytes, **kwargs) -> None:
     if path.name.endswith(".gz") and content[:2] != b"\x1f\x8b":
         content = gzip.compress(content, mtime=0)
     path.write_bytes(content)
-    with time_limit(10):
+    with time_limit(10), memory_cap(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a name the content contradicts
         try:
             g = load_graph(path, **kwargs)
         except (GraphFormatError, GraphLimitError):
@@ -171,7 +228,14 @@ OPTIONS = st.fixed_dictionaries(
 # ====================================================================== tests
 @pytest.mark.parametrize("name", sorted(SEEDS))
 def test_seeds_load(tmp_path: Path, name: str) -> None:
-    suffix = {"mtx": ".mtx", "edges": ".txt", "csv": ".csv", "metis": ".graph", "npz": ".npz"}
+    suffix = {
+        "mtx": ".mtx",
+        "edges": ".txt",
+        "csv": ".csv",
+        "metis": ".graph",
+        "npz": ".npz",
+        "scipy": ".npz",
+    }
     path = tmp_path / ("g" + suffix[name.split("-")[0]])
     path.write_bytes(SEEDS[name])
     check_graph(load_graph(path))
@@ -242,3 +306,110 @@ def test_fast_path_agrees_on_mutated_edge_lists(
         assert fast == slow
     else:
         assert fast[:2] == slow[:2] and np.array_equal(fast[2], slow[2])
+
+
+# ====================================================================== random gzip streams
+@st.composite
+def gzip_streams(draw) -> bytes:
+    """Several gzip members of random or damaged bytes, maybe one that expands a thousandfold,
+    the whole maybe cut short or with a byte changed."""
+    parts = draw(st.lists(st.one_of(st.binary(max_size=300), mutated()), min_size=1, max_size=3))
+    members = [gzip.compress(p, compresslevel=draw(st.integers(0, 9)), mtime=0) for p in parts]
+    if draw(st.booleans()):
+        unit = draw(st.sampled_from([b"\n", b"\0", b" ", b"%\n", b"# c\n", b"0 1\n", b"1"]))
+        members.insert(draw(st.integers(0, len(members))), gzip.compress(unit * (1 << 20)))
+    data = bytearray(b"".join(members))
+    if draw(st.booleans()):
+        data[draw(st.integers(0, len(data) - 1))] ^= draw(st.integers(1, 255))
+    if draw(st.booleans()):
+        del data[draw(st.integers(1, len(data))) :]
+    return bytes(data)
+
+
+GZ_NAMES = ["g.txt.gz", "g.mtx.gz", "g.graph.gz", "g.npz.gz", "g.csv.gz", "noext.gz", "g.gz"]
+
+
+@SETTINGS
+@given(content=gzip_streams(), name=st.sampled_from(GZ_NAMES), options=OPTIONS)
+def test_random_gzip_streams(tmp_path: Path, content: bytes, name: str, options: dict) -> None:
+    try_load(tmp_path / name, content, **options)
+
+
+@SETTINGS
+@given(content=mutated(("scipy-csr", "scipy-coo")), gz=st.booleans(), options=OPTIONS)
+def test_mutated_scipy_archives(tmp_path: Path, content: bytes, gz: bool, options: dict) -> None:
+    options = {**options, "format": None}
+    try_load(tmp_path / ("m.npz.gz" if gz else "m.npz"), content, **options)
+
+
+# ====================================================================== artifacts and configs
+def _tuned_pair() -> tuple[bytes, bytes]:
+    """A tuned config (on the CPU) and its artifact, as bytes."""
+    from blest.tuning.tuner import tune, write_tuned
+
+    g = Graph.from_arcs([0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0], 6, directed=True)
+    with tempfile.TemporaryDirectory() as d:
+        cfg = write_tuned(
+            tune(g, source="g.txt", use_gpu=False, orderings=["rcm"]), Path(d) / "g.blest.json"
+        )
+        return (Path(d) / "g.blest.json").read_bytes(), (Path(d) / cfg.artifact).read_bytes()
+
+
+PAIR: list[tuple[bytes, bytes]] = []
+
+
+def _pair() -> tuple[bytes, bytes]:
+    if not PAIR:
+        PAIR.append(_tuned_pair())
+    return PAIR[0]
+
+
+@st.composite
+def damaged(draw, data: bytes) -> bytes:
+    out = bytearray(data)
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, max(0, len(out) - 1)))
+        op = draw(st.sampled_from(["flip", "cut", "insert"]))
+        if op == "flip" and out:
+            out[i] ^= draw(st.integers(1, 255))
+        elif op == "cut":
+            del out[i:]
+        else:
+            out[i:i] = draw(st.binary(min_size=1, max_size=16))
+    return bytes(out)
+
+
+@SETTINGS
+@given(data=st.data(), random=st.booleans())
+def test_artifact_reader_gives_config_errors_only(tmp_path: Path, data, random: bool) -> None:
+    from blest.tuning.artifact import load_artifact
+
+    _, artifact = _pair()
+    content = data.draw(st.binary(max_size=400) if random else damaged(artifact))
+    p = tmp_path / "a.npz"
+    p.write_bytes(content)
+    with time_limit(10), memory_cap():
+        try:
+            prep = load_artifact(p)
+        except ConfigError:
+            return
+    check_graph(prep.graph)
+
+
+@SETTINGS
+@given(data=st.data(), random=st.booleans())
+def test_config_reader_gives_config_errors_only(tmp_path: Path, data, random: bool) -> None:
+    from blest.tuning.config import TunedConfig
+    from blest.tuning.loader import load_prepared
+
+    config, artifact = _pair()
+    content = data.draw(st.binary(max_size=400) if random else damaged(config))
+    name = json.loads(config)["artifact"]["path"]
+    (tmp_path / name).write_bytes(artifact)
+    p = tmp_path / "g.blest.json"
+    p.write_bytes(content)
+    with time_limit(10), memory_cap():
+        try:
+            load_prepared(TunedConfig.read(p))
+        except ConfigError:
+            pass

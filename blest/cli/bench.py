@@ -12,7 +12,7 @@ from typing import Any
 
 from blest.cli.common import Progress, is_config, positive_int, read_config, say
 from blest.cli.graphs import GRAPH_HELP, given_graph_flags, graph_flags, load
-from blest.cli.outputs import print_json
+from blest.cli.outputs import check_outputs_apart, print_json
 from blest.defaults import DEFAULT_SIGMA, TIMING_SOURCES
 from blest.errors import ArgumentError
 from blest.tuning.files import check_output_path
@@ -116,6 +116,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from blest.tuning.protocol import time_sources, timing_sources
 
     _check_plot(args.plot)
+    check_outputs_apart({"--plot": args.plot}, target=args.target)
     gpu = have_gpu()
     build = _config_engine if is_config(args.target) else _graph_engine
     engine, graph, recipe = build(args, gpu)

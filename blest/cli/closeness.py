@@ -17,8 +17,8 @@ from typing import IO
 import numpy as np
 
 from blest.cli.common import Progress, is_config, say
-from blest.cli.graphs import graph_flags, load
-from blest.cli.outputs import check_levels_output
+from blest.cli.graphs import check_sources_file, graph_flags, load
+from blest.cli.outputs import check_levels_output, check_outputs_apart
 from blest.errors import ArgumentError
 from blest.tuning.files import atomic_write, write_error
 
@@ -72,6 +72,7 @@ def closeness_parser(sub: argparse._SubParsersAction) -> None:
 def _sources(path: str | None) -> np.ndarray | None:
     if path is None:
         return None
+    check_sources_file(path)
     try:
         if path.endswith(".npy"):
             ids = np.load(path, allow_pickle=False)
@@ -137,6 +138,7 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     from blest.runtime.distributed import mpi_world
 
     check_levels_output(args.out)  # before any work
+    check_outputs_apart({"--out": args.out}, target=args.target, sources=args.sources)
     sources = _sources(args.sources)
     gpus = _gpus(args.gpus)
     target = args.target if is_config(args.target) else load(args.target, args)

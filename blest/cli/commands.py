@@ -28,7 +28,7 @@ from blest.cli.common import (
     target_spec,
 )
 from blest.cli.graphs import GRAPH_HELP, given_graph_flags, graph_flags, load, user_to_graph_id
-from blest.cli.outputs import check_levels_output, print_json, write_levels
+from blest.cli.outputs import check_levels_output, check_outputs_apart, print_json, write_levels
 from blest.codegen.spec import VariantSpec, variants
 from blest.defaults import (
     DEFAULT_ALPHA,
@@ -204,6 +204,7 @@ def _cmd_bfs(args: argparse.Namespace) -> int:
     if args.json and args.out == "-":
         raise ArgumentError("--json and --out - both write to standard output: choose one")
     check_levels_output(args.out)
+    check_outputs_apart({"--out": args.out}, target=args.graph)
     labels = None
     if is_config(args.graph):
         levels, n, info = _tuned_bfs(args)

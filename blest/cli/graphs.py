@@ -1,5 +1,6 @@
-"""The graph a command reads: a file, or ``-`` for standard input; ``--format``, ``--relabel``
-and ``--directed`` / ``--undirected`` on every command that reads one."""
+"""The files a command reads: the graph (a file, or ``-`` for standard input) with
+``--format``, ``--one-based``, ``--relabel`` and ``--directed`` / ``--undirected`` on every
+command that reads one; and a list of vertices (``--sources``), checked like a graph file."""
 
 from __future__ import annotations
 
@@ -16,13 +17,28 @@ import numpy as np
 
 from blest.errors import ArgumentError, GraphFormatError, VertexError
 from blest.graph.core import Graph
-from blest.graph.io import FORMATS
+from blest.graph.io import ENV_MAX_BYTES, FORMATS
 from blest.tuning.files import write_error
 
-__all__ = ["GRAPH_FLAGS", "given_graph_flags", "graph_flags", "load", "user_to_graph_id"]
+__all__ = [
+    "GRAPH_FLAGS",
+    "check_sources_file",
+    "given_graph_flags",
+    "graph_flags",
+    "load",
+    "user_to_graph_id",
+]
 
 #: dest names of the flags :func:`graph_flags` adds (for "cannot be combined with a config")
-GRAPH_FLAGS = {"format": "--format", "relabel": "--relabel", "directed": "--directed"}
+GRAPH_FLAGS = {
+    "format": "--format",
+    "one_based": "--one-based",
+    "relabel": "--relabel",
+    "directed": "--directed",
+}
+#: Bytes of memory a vertex id read from a text file may take while it is parsed (a Python
+#: string and its place in a list), for the size cap of a --sources file.
+_BYTES_PER_ID_BYTE = 64
 
 GRAPH_HELP = (
     "a graph file: Matrix Market (.mtx, .mm), an edge list (.txt, .csv, .tsv, .el, .edges, "
@@ -36,8 +52,15 @@ def graph_flags(p: argparse.ArgumentParser, *, legacy_no_directed: bool = False)
     g.add_argument(
         "--format",
         choices=FORMATS,
-        help="force a reader (default: from the file name; for - and unknown names from the "
-        "first bytes: a Matrix Market banner, a zip archive (npz), else an edge list)",
+        help="force a reader (default: the one the file name says, unless the content "
+        "declares its format: a Matrix Market banner, a zip archive; for - and unknown names "
+        "the first bytes decide)",
+    )
+    g.add_argument(
+        "--one-based",
+        action="store_true",
+        help="edge lists: the ids start at 1, so id i is vertex i-1 (as in Matrix Market); "
+        "default: 0-based, and a 1-based file gets an extra isolated vertex 0",
     )
     g.add_argument(
         "--relabel",
@@ -114,6 +137,7 @@ def load(path: str, args: argparse.Namespace) -> Graph:
         "directed": getattr(args, "directed", None),
         "relabel": bool(getattr(args, "relabel", False)),
         "format": getattr(args, "format", None),
+        "one_based": bool(getattr(args, "one_based", False)),
     }
     if path != "-":
         return load_graph(path, **kw)
@@ -133,3 +157,22 @@ def user_to_graph_id(graph: Graph, vertex: int) -> int:
     if hits.size == 0:
         raise VertexError(f"vertex {vertex} does not occur in the graph (read with --relabel)")
     return int(hits[0])
+
+
+def check_sources_file(path: str) -> None:
+    """Refuse a ``--sources`` file that is not a regular file (a device never ends, a FIFO may
+    block forever) or that is too large to parse within the memory limit."""
+    from blest.graph.io.files import check_regular
+    from blest.graph.io.limits import human_bytes, memory_limit
+
+    try:
+        size = check_regular(Path(path)).st_size
+    except GraphFormatError as exc:
+        raise ArgumentError(f"cannot read the sources from {path}: {exc.reason}") from None
+    limit = memory_limit(None)
+    if limit.nbytes is not None and size * _BYTES_PER_ID_BYTE > limit.nbytes:
+        raise ArgumentError(
+            f"the sources file {path} has {human_bytes(size)}, too large to read within the "
+            f"memory limit of {human_bytes(limit.nbytes)} ({limit.origin}); raise it with "
+            f"{ENV_MAX_BYTES}"
+        )

@@ -38,6 +38,7 @@ blest.load_tuned() then runs SciPy's BFS, or the NumPy emulator of the variant.
 
 def _tune_outputs(args: argparse.Namespace) -> tuple[Path, Path]:
     """(config, artifact base), checked before any work."""
+    from blest.cli.outputs import check_tune_outputs
     from blest.tuning.config import default_outputs
     from blest.tuning.files import check_output_path
 
@@ -47,9 +48,7 @@ def _tune_outputs(args: argparse.Namespace) -> tuple[Path, Path]:
     if not config.name.endswith(".json"):
         raise ArgumentError(f"the config name must end in .json (got {config})")
     check_output_path(config)
-    graph = Path(args.graph)
-    if args.graph != "-" and config.exists() and config.resolve() == graph.resolve():
-        raise ArgumentError(f"{config} would overwrite the input graph")
+    check_tune_outputs(config, args.graph)
     return config, base
 
 

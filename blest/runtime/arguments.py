@@ -7,7 +7,6 @@ Sources are the user's ids; an engine maps them to its internal ids after the ch
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -116,11 +115,12 @@ def check_host_out(out: Any, n: int) -> None:
 
 # ---------------------------------------------------------------------- many sources
 def host_memory_limit() -> int:
-    """Bytes of host memory a result may take: what the system reports as available."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 1 << 34
+    """Bytes of host memory a result may take: what this process may still allocate (the
+    available memory, ``ulimit -v`` and the cgroup limit: :mod:`blest.graph.io.memory`)."""
+    from blest.graph.io.memory import available_memory
+
+    room = available_memory()
+    return room.nbytes if room is not None else 1 << 34
 
 
 def many_out(out: Any, k: int, n: int) -> np.ndarray:

@@ -20,12 +20,18 @@ are, nothing deflated) is still read.
 
 Loading checks the structure in O(n + arcs) without sorting (:mod:`.artifact_checks`): a
 consistently edited artifact whose checksum was updated is refused instead of running wrong.
+Only the members an artifact has are read, scalars first, and each array only after its
+declared size is checked against them (no member may hold more elements than ``n`` and
+``nnz`` allow) and against the memory limit (:mod:`blest.graph.io.zipnpy`); members of other
+names are never inflated.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,6 +40,8 @@ import numpy as np
 from blest.errors import ConfigError
 from blest.graph.bvss import BVSS
 from blest.graph.core import CleaningReport, Graph
+from blest.graph.io.limits import memory_limit
+from blest.graph.io.zipnpy import NpzMembers
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
 from blest.tuning.artifact_checks import check_structure
@@ -53,6 +61,11 @@ ARTIFACT_VERSION = 2
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # a fixed member time: equal preparations, equal bytes
 _POINTERS = {"graph_out_deg": "graph_out_ptr", "graph_in_deg": "graph_in_ptr", "in_deg": "in_ptr"}
 _PERMUTATIONS = ("new_of_old", "old_of_new")
+_SCALARS = ("format", "version", "graph_hash", "n", "directed", "ordering")
+_BVSS_SCALARS = ("sigma", "nnz", "real_slices")
+#: Errors a damaged archive may raise while it is read.
+_DAMAGED = (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError, RuntimeError,
+            zlib.error, struct.error, NotImplementedError, TypeError, OverflowError)  # fmt: skip
 
 
 # ---------------------------------------------------------------------- writing
@@ -127,7 +140,7 @@ def _scalar(arrays: dict[str, np.ndarray], key: str) -> Any:
 
 
 def _read_members(path: str | os.PathLike[str], where: str) -> dict[str, np.ndarray]:
-    """Every member of the archive; :class:`ConfigError` for a missing or non-npz file."""
+    """The members of the artifact; :class:`ConfigError` for a missing or non-npz file."""
     try:
         with open(path, "rb") as f:
             magic = f.read(4)
@@ -138,12 +151,44 @@ def _read_members(path: str | os.PathLike[str], where: str) -> dict[str, np.ndar
     if magic != b"PK\x03\x04":
         raise ConfigError(f"prepared artifact {where} is not a .npz archive")
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {k: archive[k] for k in archive.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError, RuntimeError):
+        with NpzMembers(path, memory_limit(None).nbytes) as members:
+            arrays = {k: members.read(k, max_items=1) for k in _SCALARS + _BVSS_SCALARS}
+            bounds = _bounds(arrays)
+            for k in sorted(members.names & bounds.keys()):
+                shape, _ = members.header(k)
+                count = int(np.prod(shape, dtype=object)) if shape else 1
+                if count > bounds[k]:
+                    raise ConfigError(
+                        f"prepared artifact {where} is inconsistent: {k} has {count} elements, "
+                        f"more than its n, nnz and sigma allow ({bounds[k]})"
+                    )
+                arrays[k] = members.read(k, max_items=bounds[k])
+            return arrays
+    except ConfigError:
+        raise
+    except _DAMAGED:
         raise ConfigError(
             f"prepared artifact {where} is damaged (not a readable blest artifact)"
         ) from None
+
+
+def _bounds(scalars: dict[str, np.ndarray]) -> dict[str, int]:
+    """The most elements each array member may hold, from the artifact's n, nnz and sigma."""
+    n, nnz, sigma = (int(_scalar(scalars, k)) for k in ("n", "nnz", "sigma"))
+    if n < 0 or nnz < 0 or sigma < 1:
+        raise ValueError(f"n = {n}, nnz = {nnz}, sigma = {sigma}")
+    sets = -(-n // sigma) + 1
+    vss = nnz + sets  # a VSS holds at least one arc
+    tau = 32 * max(1, 32 // sigma)
+    per_vertex = ("graph_out_deg", "graph_in_deg", "in_deg") + tuple(
+        f"{k}_delta" for k in _PERMUTATIONS
+    )
+    out = dict.fromkeys(per_vertex + _PERMUTATIONS, n)
+    out.update(dict.fromkeys(_POINTERS.values(), n + 1))
+    out.update(dict.fromkeys(("graph_out_idx", "graph_in_idx", "in_idx"), nnz))
+    out.update(real_counts=sets, real_ptrs=sets, virtual_to_real=vss)
+    out.update(row_ids=vss * tau, masks=vss * 32)
+    return out
 
 
 def _want(arrays: dict[str, np.ndarray], key: str, dtype: Any) -> np.ndarray:

@@ -16,18 +16,27 @@ These catch an artifact edited consistently with its checksum (a zeroed permutat
 moved arcs, a BVSS of another graph); an edit that keeps every fingerprint (swapping the
 targets of two arcs with equal degree sums) is beyond them. A failed check raises
 :class:`~blest.errors.ConfigError` naming it.
+
+Before an artifact is hashed, :func:`check_file` checks what costs nothing to check: that it is
+a regular file (a FIFO or a device would block or never end), no larger than an artifact of
+the config's graph can be (:func:`max_artifact_bytes`), and a zip archive.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from blest.defaults import SIGMAS
 from blest.errors import ConfigError
 
-__all__ = ["check_structure"]
+__all__ = ["check_file", "check_structure", "max_artifact_bytes"]
+
+_ZIP_MAGIC = b"PK\x03\x04"
 
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
@@ -162,3 +171,42 @@ def check_structure(
     _check_reordered(a, directed)
     _check_bvss_shape(a, n, sigma)
     _check_bvss_bits(a, n, sigma, nnz)
+
+
+def max_artifact_bytes(n: int, arcs: int, sigma: int) -> int:
+    """An upper bound on the size of the artifact of a graph of ``n`` vertices and ``arcs``
+    arcs at slice width ``sigma`` (either version): per vertex at most 40 bytes (row pointers
+    and permutations), per arc 12 (the three adjacencies), per VSS (at most one per arc, plus
+    one per slice set) 4 * tau row ids, 32 masks and its slice set, and 1 MiB of archive."""
+    tau = 32 * max(1, 32 // max(1, sigma))
+    sets = -(-n // max(1, sigma)) + 1
+    return 40 * (n + 1) + 12 * arcs + (4 * tau + 136) * (arcs + sets) + 16 * sets + (1 << 20)
+
+
+def check_file(path: Path, *, n: int, arcs: int, sigma: int) -> None:
+    """Refuse, before hashing it, an artifact that is not a regular file, is larger than the
+    config's graph allows, or is not a zip archive (see the module docstring)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise ConfigError(f"prepared artifact {path} is missing") from None
+    except OSError as exc:
+        raise ConfigError(f"prepared artifact {path} is unreadable ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(
+            f"prepared artifact {path} is not a regular file (a directory, device or pipe)"
+        )
+    most = max_artifact_bytes(n, arcs, sigma)
+    if info.st_size > most:
+        raise ConfigError(
+            f"prepared artifact {path} has {info.st_size:,} bytes, more than the artifact of a "
+            f"graph of {n:,} vertices and {arcs:,} arcs can have ({most:,}): it is not this "
+            "config's artifact"
+        )
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as exc:
+        raise ConfigError(f"prepared artifact {path} is unreadable ({exc.strerror})") from None
+    if magic != _ZIP_MAGIC:
+        raise ConfigError(f"prepared artifact {path} is not a .npz archive")

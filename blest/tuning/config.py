@@ -8,6 +8,9 @@ versions lack beta and alpha and load with them off) and launch geometry, the GP
 on (:class:`GPUInfo`, or null), ``tuned`` (false when the paper's rules chose without timing),
 notes, and the timing table and held-out report (free-form measurement tables). Reading
 validates every field and names the one that is wrong; writing does not change the object.
+
+Reading takes only a regular file of bounded size whose JSON nests a bounded depth
+(:mod:`.config_text`); anything else is a :class:`~blest.errors.ConfigError`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA
 from blest.errors import ConfigError
 from blest.runtime.engine_protocol import Geometry
+from blest.tuning.config_text import MAX_DEPTH, config_text, json_depth
 from blest.tuning.files import atomic_write
 
 __all__ = [
@@ -90,9 +94,9 @@ def named_artifact(config: str | os.PathLike[str]) -> Path | None:
     none or is not a readable config)."""
     config = Path(config)
     try:
-        data = json.loads(config.read_text(encoding="utf-8"))
+        data = json.loads(config_text(config))
         name = data["artifact"]["path"]
-    except (OSError, ValueError, TypeError, KeyError):
+    except (ConfigError, OSError, ValueError, TypeError, KeyError, RecursionError):
         return None
     if not isinstance(name, str) or not name:
         return None
@@ -460,16 +464,18 @@ class TunedConfig:
     def read(cls, path: str | os.PathLike[str]) -> TunedConfig:
         """Read and validate a config; :class:`ConfigError` on anything wrong."""
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"no such tuned config: {p}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read tuned config {p}: {exc}") from None
+        text = config_text(p)
         try:
             data = json.loads(text)
+            too_deep = json_depth(data) > MAX_DEPTH
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 f"{p} is not valid JSON (line {exc.lineno}): not a tuned config"
             ) from None
+        except RecursionError:  # nested beyond the interpreter's recursion limit
+            data, too_deep = None, True
+        if too_deep:
+            raise ConfigError(
+                f"{p} nests its JSON more than {MAX_DEPTH} levels deep: not a tuned config"
+            )
         return cls.from_dict(data, path=p)

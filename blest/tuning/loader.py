@@ -16,6 +16,7 @@ from blest.graph.prepared import Prepared
 from blest.runtime.engine_protocol import BFSEngine
 from blest.runtime.factory import make_engine, resolve_device
 from blest.tuning.artifact import load_artifact
+from blest.tuning.artifact_checks import check_file
 from blest.tuning.config import TunedConfig
 from blest.tuning.files import sha256_file
 
@@ -25,8 +26,10 @@ __all__ = ["load_tuned", "load_prepared"]
 def load_prepared(cfg: TunedConfig) -> Prepared:
     """The config's artifact, verified: its SHA-256 and its graph hash must match the config."""
     path = cfg.artifact_path
-    if not path.is_file():
-        raise ConfigError(f"prepared artifact {path} is missing: {cfg.hint}")
+    try:
+        check_file(path, n=cfg.graph.n, arcs=cfg.graph.arcs, sigma=cfg.spec.sigma)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}: {cfg.hint}") from None
     if sha256_file(path) != cfg.artifact_sha256:
         raise ConfigError(
             f"prepared artifact {path} does not match {cfg.path or 'the config'} "

@@ -8,12 +8,20 @@ from typing import Any
 
 import scipy.sparse as sp
 
+from blest.errors import ArgumentError, GraphFormatError, GraphLimitError
 from blest.graph.core import Graph
 from blest.graph.io import arrays, objects
 from blest.graph.io.build import Options, adapt_graph
-from blest.graph.io.detect import canonical_format, detect_format
+from blest.graph.io.detect import (
+    canonical_format,
+    detect_format,
+    name_format,
+    other_reading,
+    warn_if_metis_too,
+)
 from blest.graph.io.edgelist import load_edgelist
-from blest.graph.io.files import open_graph_file
+from blest.graph.io.files import GraphFile, open_graph_file
+from blest.graph.io.limits import ENV_MAX_BYTES, check_max_bytes, human_bytes, memory_limit
 from blest.graph.io.metis import load_metis
 from blest.graph.io.mtx import load_mtx
 from blest.graph.io.npz import load_npz
@@ -33,6 +41,7 @@ def load_graph(
     relabel: bool = False,
     format: str | None = None,
     max_bytes: float | None = None,
+    one_based: bool = False,
 ) -> Graph:
     """Load a graph from a file or an in-memory object into a cleaned :class:`Graph`.
 
@@ -69,14 +78,19 @@ def load_graph(
         keep their isolated nodes.
     format : {"mtx", "edgelist", "npz", "metis"}, optional
         Force a file reader (aliases: ``"el"``, ``"wel"`` → edge list, ``"mm"`` → mtx,
-        ``"graph"`` → METIS) instead of detecting it. Forcing a format the first bytes
-        contradict (a Matrix Market banner, a zip archive) is an error.
+        ``"graph"`` → METIS) instead of taking the one the file name says. Forcing a format
+        the first bytes contradict (a Matrix Market banner, a zip archive) is an error.
     max_bytes : float, optional
         Refuse (``GraphLimitError``) a graph whose arrays would need more bytes than this
         (``math.inf``: no limit). By default the limit is the environment variable
         ``BLEST_MAX_GRAPH_BYTES`` (e.g. ``8G``) or else the memory available, and graphs whose
         ids are absurdly sparse (more than ``64 * 2 * arcs + 1_000_000`` vertices) are refused
         too, with a hint to pass ``relabel=True``; an explicit limit lifts that second check.
+        The same limit caps the bytes a gzip file may expand to.
+    one_based : bool, default False
+        Edge-list files only: the ids start at 1, so id ``i`` is vertex ``i - 1`` (as in
+        Matrix Market) and an id 0 is an error. Without it a 1-based file gets an extra
+        isolated vertex 0.
 
     Returns
     -------
@@ -100,17 +114,22 @@ def load_graph(
     GraphLimitError
         More than ``MAX_VERTICES`` (2**31 - 2) vertices (checked on the Matrix Market size
         line or METIS header before anything is allocated, and on each edge-list id), or
-        more memory than the limit, or absurdly sparse ids (see ``max_bytes``).
+        more memory than the limit, or absurdly sparse ids (see ``max_bytes``), or a gzip
+        stream that expands past the limit, or memory ran out while loading.
+    ArgumentError
+        ``max_bytes`` is not a positive number, the environment variable
+        ``BLEST_MAX_GRAPH_BYTES`` is not a byte count, or ``one_based`` is given for an input
+        that is not an edge-list file (also a ``ValueError``).
     TypeError
         ``source`` is of an unsupported type.
     ValueError
-        ``format`` is not one of :data:`FORMATS` or their aliases, or ``max_bytes`` is not
-        positive.
+        ``format`` is not one of :data:`FORMATS` or their aliases.
 
     Notes
     -----
-    File formats, detected from the first bytes (see :mod:`blest.graph.io.detect`), any of
-    them gzip-compressed:
+    File formats, chosen by the file name unless the content declares its own (a Matrix Market
+    banner, a zip archive) or ``format`` forces one; a file of no known name is judged by its
+    first bytes (see :mod:`blest.graph.io.detect`). Any of them may be gzip-compressed:
 
     - Matrix Market ``coordinate`` (``pattern``, ``real``, ``double``, ``integer`` or
       ``complex``): vertex ``i - 1`` for index ``i``; every stored entry is an arc.
@@ -120,7 +139,9 @@ def load_graph(
       are ignored.
     - METIS (``.graph``, ``.metis``): header ``n m [fmt [ncon]]``, then the 1-based
       neighbours of each vertex on its own line.
-    - ``.npz``: a graph written by :func:`save_graph`.
+    - ``.npz``: a graph written by :func:`save_graph`, or a SciPy sparse matrix written by
+      ``scipy.sparse.save_npz`` (read as a SciPy matrix passed in memory is: directed unless
+      its pattern is symmetric; only the arrays of its structure are read).
 
     Examples
     --------
@@ -136,23 +157,58 @@ def load_graph(
     [1, 2]
     """
     forced = canonical_format(format)
-    if max_bytes is not None and not max_bytes > 0:
-        raise ValueError(f"max_bytes must be positive (math.inf for no limit), got {max_bytes}")
-    opts = Options(directed=directed, relabel=bool(relabel), max_bytes=max_bytes)
+    max_bytes = check_max_bytes(max_bytes)
+    memory_limit(max_bytes)  # a malformed BLEST_MAX_GRAPH_BYTES is refused before any work
+    opts = Options(
+        directed=directed, relabel=bool(relabel), max_bytes=max_bytes, one_based=bool(one_based)
+    )
+    is_path = isinstance(source, (str, os.PathLike))
+    if opts.one_based and not (is_path and forced in (None, "edgelist")):
+        raise ArgumentError(
+            "one_based=True applies to edge-list files only (Matrix Market and METIS files "
+            "number their vertices from 1 already)"
+        )
     if isinstance(source, Graph):
         return adapt_graph(source, opts)
-    if isinstance(source, (str, os.PathLike)):
-        return _load_file(Path(source), opts, forced)
-    return _load_object(source, opts)
+    try:
+        if is_path:
+            return _load_file(Path(source), opts, forced)
+        return _load_object(source, opts)
+    except MemoryError:
+        limit = memory_limit(max_bytes)
+        shown = "none" if limit.nbytes is None else human_bytes(limit.nbytes)
+        raise GraphLimitError(
+            f"{source if is_path else type(source).__name__}: out of memory while loading the "
+            f"graph (limit {shown}, {limit.origin}); free memory, or set a lower "
+            f"{ENV_MAX_BYTES} so that graphs too large are refused before loading"
+        ) from None
 
 
 def _load_file(path: Path, opts: Options, forced: str | None) -> Graph:
     f = open_graph_file(path)
     fmt = detect_format(f, forced)
+    if opts.one_based and fmt != "edgelist":
+        raise ArgumentError(
+            f"one_based=True applies to edge lists, and {path} is read as {fmt} (Matrix Market "
+            "and METIS number their vertices from 1 already)"
+        )
+    try:
+        graph = _read(f, fmt, opts)
+    except GraphFormatError as exc:
+        hint = None if forced is not None else other_reading(f, fmt)
+        if hint is None or exc.path != f.where:
+            raise
+        raise GraphFormatError(f"{exc.reason}; {hint}", path=exc.path, line=exc.line) from None
+    if forced is None and fmt == "edgelist" and name_format(f) == "edgelist":
+        warn_if_metis_too(f, stacklevel=3)
+    return graph
+
+
+def _read(f: GraphFile, fmt: str, opts: Options) -> Graph:
     if fmt == "mtx":
         return load_mtx(f, opts)
     if fmt == "npz":
-        return adapt_graph(load_npz(f), opts)
+        return load_npz(f, opts)
     if fmt == "metis":
         return load_metis(f, opts)
     return load_edgelist(f, opts)

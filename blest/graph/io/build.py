@@ -22,6 +22,7 @@ class Options:
     directed: bool | None = None
     relabel: bool = False
     max_bytes: float | None = None
+    one_based: bool = False
 
     def want_directed(self, default: bool) -> bool:
         """``directed`` as asked, or the input's own ``default``."""

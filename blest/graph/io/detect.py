@@ -1,29 +1,46 @@
-"""Which reader a file needs: its first bytes decide, its name only breaks ties.
+"""Which reader a file needs: the name decides, unless the content declares its format or the
+caller forces one.
 
-- A Matrix Market banner (``%%MatrixMarket``, any case) means ``mtx``; a zip archive or a
-  ``.npy`` magic means ``npz``. Gzip files are judged after decompression.
-- Otherwise a ``.mtx`` / ``.mm`` or ``.npz`` name picks that reader (which then says what is
-  wrong with the file).
-- Otherwise the first 64 KiB (whole lines) are tried as METIS and as an edge list. A complete
-  METIS file within those bytes that passes every check (header, vertex and edge counts,
-  symmetry) is METIS whatever its name. Short of that, the bytes *fit* METIS when a METIS
-  header is followed by lines of non-negative integers, no more lines than it declares, and
-  fit an edge list when every data line starts with two non-negative integer ids. When both
-  fit (a METIS file whose lines all hold two or more numbers reads as an edge list too), the
-  name decides: ``.graph`` / ``.metis`` → METIS, any other → edge list. When only one fits,
-  it wins; when neither does, the name picks the reader that reports the error (an edge list
-  by default).
+- ``format=`` (CLI ``--format``) forces a reader; forcing one that the first bytes contradict
+  (a Matrix Market banner, a zip archive) is an error.
+- A format the content declares is read as declared: a Matrix Market banner
+  (``%%MatrixMarket``, any case) means ``mtx``, a zip archive or a ``.npy`` magic ``npz``
+  (gzip files are judged after decompression). When the name says otherwise, a warning says
+  so.
+- Otherwise the name decides: ``.mtx`` / ``.mm`` Matrix Market, ``.npz`` an archive,
+  ``.graph`` / ``.metis`` METIS, ``.txt``, ``.csv``, ``.tsv``, ``.el``, ``.wel``, ``.edges``,
+  ``.edgelist``, ``.snap`` an edge list. The content never overrides the name: a file that
+  fails the named reader gets that reader's error, which then says what the content reads as
+  and the ``format=`` to pass. An edge list that is also a complete, valid METIS file within
+  the first 64 KiB loads as the edge list its name says, with a warning.
+- A file with no known name (standard input, ``.dat``, no suffix) is judged by its first 64 KiB
+  (whole lines), tried as METIS and as an edge list: a complete METIS file that passes every
+  check (header, vertex and edge counts, symmetry) is METIS; short of that, the bytes *fit*
+  METIS when a METIS header is followed by lines of non-negative integers, no more lines than
+  it declares, and fit an edge list when every data line starts with two non-negative integer
+  ids; an edge list wins when both fit, the only one that fits when one does, and an edge list
+  reports the error when neither does.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 
 from blest.errors import GraphFormatError
 from blest.graph.io import edgelist, metis
 from blest.graph.io.files import GraphFile
 
-__all__ = ["ALIASES", "FORMATS", "canonical_format", "detect_format", "magic_format"]
+__all__ = [
+    "ALIASES",
+    "FORMATS",
+    "canonical_format",
+    "detect_format",
+    "magic_format",
+    "name_format",
+    "other_reading",
+    "warn_if_metis_too",
+]
 
 #: File formats ``load_graph(..., format=...)`` accepts.
 FORMATS = ("mtx", "edgelist", "npz", "metis")
@@ -45,7 +62,12 @@ _SUFFIX_FORMAT = {
     ".graph": "metis",
     ".metis": "metis",
 }
-_DESCRIBE = {"mtx": "a Matrix Market file", "npz": "a zip / .npz archive"}
+_DESCRIBE = {
+    "mtx": "a Matrix Market file",
+    "npz": "a zip / .npz archive",
+    "metis": "a METIS graph",
+    "edgelist": "an edge list",
+}
 HEAD_BYTES = 64 * 1024  # bytes sniffed at the start of a file
 
 
@@ -67,11 +89,21 @@ def magic_format(head: bytes) -> str | None:
     return None
 
 
-def detect_format(f: GraphFile, forced: str | None = None) -> str:
-    """The reader for ``f``: ``forced`` when given (refused when the bytes prove another)."""
+def name_format(f: GraphFile) -> str | None:
+    """The format the file's name (without ``.gz``) says, if any."""
+    return _SUFFIX_FORMAT.get(os.path.splitext(f.name)[1])
+
+
+def _head(f: GraphFile) -> bytes:
     head = f.read(HEAD_BYTES)
     if not head:
         raise GraphFormatError("the file is empty", path=f.where)
+    return head
+
+
+def detect_format(f: GraphFile, forced: str | None = None) -> str:
+    """The reader for ``f`` (see the module docstring)."""
+    head = _head(f)
     magic = magic_format(head)
     if forced is not None:
         if magic is not None and magic != forced:
@@ -80,26 +112,61 @@ def detect_format(f: GraphFile, forced: str | None = None) -> str:
                 path=f.where,
             )
         return forced
-    named = _SUFFIX_FORMAT.get(os.path.splitext(f.name)[1])
+    named = name_format(f)
     if magic is not None:
+        if named is not None and named != magic:
+            warnings.warn(
+                f"{f.where} is named as {_DESCRIBE[named]} but is {_DESCRIBE[magic]}: read as "
+                f"that (pass format= to choose the reader)",
+                UserWarning,
+                stacklevel=4,
+            )
         return magic
-    if named in ("mtx", "npz"):
-        return named
-    return _text_format(head, len(head) < HEAD_BYTES, named)
+    return named or _text_format(head, len(head) < HEAD_BYTES) or "edgelist"
 
 
-def _text_format(head: bytes, complete: bool, named: str | None) -> str:
-    """METIS or edge list, from the whole lines of ``head`` and the name."""
+def warn_if_metis_too(f: GraphFile, stacklevel: int) -> None:
+    """Warn when an edge list read as its name says is also a complete, valid METIS file."""
+    head = f.read(HEAD_BYTES)
+    if len(head) < HEAD_BYTES and metis.sniff_level(head, True) == 2:
+        warnings.warn(
+            f"{f.where} is read as an edge list, as its name says, but it is also a valid "
+            "METIS file (a header 'n m', then one line per vertex): pass format='metis' "
+            "(--format metis) if it is one",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
+def other_reading(f: GraphFile, fmt: str) -> str | None:
+    """For a file that the reader its name chose (``fmt``) refused: what its content reads
+    as instead, and how to ask for that reader; None when nothing else fits."""
+    try:
+        head = _head(f)
+    except GraphFormatError:
+        return None
+    guess = magic_format(head) or _text_format(head, len(head) < HEAD_BYTES)
+    if guess is None or guess == fmt or name_format(f) != fmt:
+        return None
+    hint = (
+        f"the name says {_DESCRIBE[fmt]}, but the content reads as {_DESCRIBE[guess]}: "
+        f"pass format={guess!r} (--format {guess})"
+    )
+    if guess == "edgelist":
+        hint += (
+            "; an edge list is read as directed unless directed=False (--undirected), with "
+            "0-based ids unless one_based=True (--one-based)"
+        )
+    return hint
+
+
+def _text_format(head: bytes, complete: bool) -> str | None:
+    """METIS or edge list, from the whole lines of ``head``; None when neither fits."""
     if not complete:
         head = head[: head.rfind(b"\n") + 1]
     level = metis.sniff_level(head, complete)
     if level == 2:
         return "metis"
-    fits = {"metis": level > 0, "edgelist": edgelist.fits(head)}
-    if named is not None and fits[named]:
-        return named
-    if fits["metis"] and not fits["edgelist"]:
-        return "metis"
-    if fits["edgelist"]:
+    if edgelist.fits(head):
         return "edgelist"
-    return named or "edgelist"
+    return "metis" if level > 0 else None

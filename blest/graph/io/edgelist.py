@@ -4,19 +4,24 @@ Tokens are separated by spaces, tabs or commas; blank lines and lines whose firs
 with ``#`` or ``%`` are skipped; the first other line is a header (and skipped) when neither of
 its first two tokens is an integer; every other line holds at least two non-negative decimal
 ids, and further columns (weights, timestamps) are ignored. Ids are kept as written (0-based),
-so ``n = max id + 1``.
+so ``n = max id + 1``; with ``one_based=True`` id ``i`` is vertex ``i - 1`` (as in Matrix
+Market) and an id 0 is an error.
 
-Parsing, fastest first: pyarrow or pandas when installed and the body is plain
-(:mod:`blest.graph.io.fastcsv`); per chunk of about 64 MiB, ``numpy.fromstring`` when one regular
-expression shows every line has the same columns, else a vectorized tokenizer; the validating
-line-by-line parser for the rest, which names the file and line of the first bad line.
+The file is read as a stream of pieces of about 64 MiB (:meth:`GraphFile.line_chunks`: a
+compressed stream expanding past the memory limit, a NUL byte or an endless line is refused
+as it is read), and each piece is parsed as it arrives, fastest parser first: pyarrow or pandas
+when installed and the piece is plain (:mod:`blest.graph.io.fastcsv`); ``numpy.fromstring``
+when one regular expression shows every line has the same columns, else a vectorized
+tokenizer; the validating line-by-line parser for the rest, which names the file and line of
+the first bad line. The leading comments and blank lines are skipped by one regular
+expression, however many there are. After each piece the memory guard checks the arcs read so
+far, so a file too large for memory is refused part-way, not after it has been read.
 """
 
 from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -26,6 +31,7 @@ from blest.graph.core import MAX_VERTICES, Graph
 from blest.graph.io import fastcsv
 from blest.graph.io.build import EMPTY_IDS, Options, build_from_ids
 from blest.graph.io.files import GraphFile, show
+from blest.graph.io.limits import check_graph_size, content_cap
 
 __all__ = ["fits", "load_edgelist"]
 
@@ -37,44 +43,121 @@ _SIGNED = re.compile(rb"[+-]?\d+")
 _COMMENT = (ord("#"), ord("%"))
 _INT64_MAX = 2**63 - 1
 _BOM = b"\xef\xbb\xbf"
+#: Leading blank lines and comment lines, up to the first token of the first other line.
+_PREAMBLE = re.compile(rb"(?:[\s,]*+[#%][^\n]*+)*+[\s,]*+")
+_SPACE = re.compile(rb"\s*+")
+_MTX_NAMES = (".mtx", ".mm")
 
 
 def load_edgelist(f: GraphFile, opts: Options) -> Graph:
     """Read an edge list file (see the module docstring)."""
-    data = f.read()
-    if data.startswith(_BOM):
-        data = data[len(_BOM) :]
-    if not data or data.isspace():
+    reader = _Reader(f.where, opts)
+    for piece, line in f.line_chunks(content_cap(opts.max_bytes), _CHUNK_BYTES):
+        reader.feed(piece, line)
+    if not reader.text:
         raise GraphFormatError("the file is empty", path=f.where)
-    src, dst = parse_edges(data, f.where, opts.relabel)
+    src, dst = reader.ids()
     if src.size == 0:
         raise GraphFormatError(
             "no edges found (only comments, blank lines or a header)", path=f.where
         )
+    if opts.one_based:
+        src -= 1
+        dst -= 1
+    if f.name.endswith(_MTX_NAMES):
+        _say_assumptions(f.where, opts, src, dst)
     return build_from_ids(src, dst, opts, where=f.where, format="edgelist")
 
 
-def parse_edges(data: bytes, where: str, relabel: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Source and target ids of every data line, in file order."""
-    start, line = _skip_preamble(data)
-    fast = fastcsv.parse(data, start, relabel)
-    if fast is not None:
-        return fast
-    parts = [
-        _parse_chunk(data, a, b, ln, where, relabel) for a, b, ln in _chunks(data, start, line)
-    ]
-    if not parts:
-        return EMPTY_IDS, EMPTY_IDS
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+class _Reader:
+    """Ids of an edge list fed piece by piece (pieces of whole lines, in file order)."""
+
+    def __init__(self, where: str, opts: Options) -> None:
+        self.where, self.opts = where, opts
+        self.preamble = True  # still in the leading comments, blank lines and header
+        self.text = False  # a byte other than white space seen
+        self.src: list[np.ndarray] = []
+        self.dst: list[np.ndarray] = []
+        self.records, self.top = 0, -1
+
+    def feed(self, piece: bytes, line: int) -> None:
+        if not self.text:
+            self.text = _SPACE.match(piece).end() < len(piece)
+        start = 0
+        if self.preamble:
+            start, lines, done = _skip_preamble(piece)
+            self.preamble, line = not done, line + lines
+        if start >= len(piece):
+            return
+        ids = fastcsv.parse(piece, start, self.opts.relabel)
+        if ids is None:
+            ids = _parse_chunk(piece, start, len(piece), line, self.where, self.opts.relabel)
+        if ids[0].size == 0:
+            return
+        if self.opts.one_based and (not ids[0].all() or not ids[1].all()):
+            _refuse_zero(piece[start:], line, self.where)
+        self.src.append(ids[0])
+        self.dst.append(ids[1])
+        self.records += ids[0].size
+        self.top = max(self.top, int(ids[0].max()), int(ids[1].max()))
+        check_graph_size(
+            self.top + 1,
+            self.records,
+            directed=self.opts.want_directed(True),
+            where=self.where,
+            max_bytes=self.opts.max_bytes,
+            relabel=self.opts.relabel,
+            sparse_ids=False,
+        )
+
+    def ids(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self.src:
+            return EMPTY_IDS, EMPTY_IDS
+        if len(self.src) == 1:
+            return self.src[0], self.dst[0]
+        return np.concatenate(self.src), np.concatenate(self.dst)
+
+
+def _refuse_zero(body: bytes, line: int, where: str) -> None:
+    """Name the first data line of ``body`` with an id 0 (``one_based=True`` forbids it)."""
+    for lineno, text in enumerate(body.split(b"\n"), line):
+        tokens = _tokens(text)
+        if tokens and tokens[0][0] not in _COMMENT and any(not t.strip(b"0") for t in tokens[:2]):
+            raise GraphFormatError(
+                "vertex id 0 in an edge list read with one_based=True (--one-based), whose "
+                "ids start at 1",
+                path=where,
+                line=lineno,
+            )
+
+
+def _say_assumptions(where: str, opts: Options, src: np.ndarray, dst: np.ndarray) -> None:
+    """Warn what reading a file named as Matrix Market as an edge list assumed."""
+    notes = []
+    if opts.directed is None:
+        notes.append("as a directed graph (pass directed=False, --undirected, if it is not)")
+    if not opts.one_based and int(min(src.min(), dst.min())) > 0:
+        notes.append(
+            "with 0-based ids, but id 0 never occurs: if its ids are 1-based, as Matrix "
+            "Market's are, pass one_based=True (--one-based), else vertex 0 is an extra "
+            "isolated vertex"
+        )
+    if notes:
+        warnings.warn(
+            f"{where} is named as a Matrix Market file but read as an edge list: "
+            + "; ".join(notes),
+            UserWarning,
+            stacklevel=6,
+        )
 
 
 def fits(head: bytes) -> bool:
     """Whether complete lines ``head`` read as an edge list (ids too large still fit)."""
     if head.startswith(_BOM):
         head = head[len(_BOM) :]
-    start, line = _skip_preamble(head)
+    start, lines, _ = _skip_preamble(head)
     try:
-        _scan_edge_lines(head[start:], line, "", relabel=True)
+        _scan_edge_lines(head[start:], 1 + lines, "", relabel=True)
     except GraphFormatError:
         return False
     except GraphLimitError:
@@ -86,31 +169,19 @@ def _tokens(line: bytes) -> list[bytes]:
     return [t for t in _SPLIT.split(line) if t]
 
 
-def _skip_preamble(data: bytes) -> tuple[int, int]:
-    """Offset and 1-based line number of the first line after leading comments and header."""
-    pos, line = 0, 1
-    while pos < len(data):
-        end = data.find(b"\n", pos)
-        end = len(data) if end < 0 else end
-        tokens = _tokens(data[pos:end])
-        if tokens and tokens[0][0] not in _COMMENT:
-            if not any(_SIGNED.fullmatch(t) for t in tokens[:2]):  # a header: skip it
-                pos, line = end + 1, line + 1
-            break
-        pos, line = end + 1, line + 1
-    return pos, line
-
-
-def _chunks(data: bytes, start: int, line: int) -> Iterator[tuple[int, int, int]]:
-    """(begin, end, first line) of pieces of about _CHUNK_BYTES, cut after a newline."""
-    while start < len(data):
-        end = min(start + _CHUNK_BYTES, len(data))
-        if end < len(data):
-            cut = data.rfind(b"\n", start, end)
-            end = cut + 1 if cut >= 0 else (data.find(b"\n", end) + 1 or len(data))
-        yield start, end, line
-        line += data.count(b"\n", start, end)
-        start = end
+def _skip_preamble(data: bytes) -> tuple[int, int, bool]:
+    """Where the data lines of ``data`` start after leading comments, blank lines and a
+    header: (offset, lines skipped, whether the preamble ended within ``data``)."""
+    end = _PREAMBLE.match(data).end()
+    if end >= len(data):
+        return len(data), data.count(b"\n"), False
+    begin = data.rfind(b"\n", 0, end) + 1  # the first line that is neither blank nor comment
+    lines = data.count(b"\n", 0, begin)
+    stop = data.find(b"\n", begin)
+    stop = len(data) if stop < 0 else stop
+    if not any(_SIGNED.fullmatch(t) for t in _tokens(data[begin:stop])[:2]):  # a header
+        return min(stop + 1, len(data)), lines + 1, True
+    return begin, lines, True
 
 
 def _parse_chunk(

@@ -4,6 +4,11 @@ Only regular files are read: a character device such as ``/dev/zero`` never ends
 a FIFO without a writer blocks forever, so both are refused from ``os.stat`` before any
 ``open``. Corrupt or truncated gzip and zip data become a :class:`GraphFormatError` naming
 the file.
+
+Text formats are read as a stream of pieces of whole lines (:meth:`GraphFile.line_chunks`),
+never as one string: a gzip stream stops with a :class:`~blest.errors.GraphLimitError` once it
+has expanded past the memory limit, a NUL byte (binary data) is refused in the first piece
+that holds one, and so is a line longer than :data:`MAX_LINE` bytes.
 """
 
 from __future__ import annotations
@@ -21,12 +26,26 @@ from pathlib import Path
 from typing import IO
 
 from blest.errors import GraphFormatError
+from blest.graph.io.limits import Limit, refuse_content
 
-__all__ = ["GraphFile", "GraphFileNotFoundError", "open_graph_file", "read_errors", "show"]
+__all__ = [
+    "MAX_LINE",
+    "GraphFile",
+    "GraphFileNotFoundError",
+    "check_regular",
+    "open_graph_file",
+    "read_errors",
+    "show",
+]
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
 #: Largest expansion of deflate data (about 1032:1), to bound what a gzip file can hold.
 GZIP_RATIO = 1032
+#: Bytes read from a text file at a time.
+CHUNK_BYTES = 1 << 26
+#: The longest line a text graph file may have.
+MAX_LINE = 1 << 26
 _NOT_REGULAR = (
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
@@ -97,6 +116,65 @@ class GraphFile:
         """The first ``size`` bytes of the content (all with -1); bad gzip data is an error."""
         with read_errors(self.where), self.open() as f:
             return f.read(size)
+
+    def read_capped(self, cap: Limit) -> bytes:
+        """The whole content; a gzip stream expanding past ``cap`` is refused as it is read."""
+        if not self.gzip or cap.nbytes is None:
+            return self.read()
+        limit, total, parts = int(cap.nbytes), 0, []
+        with read_errors(self.where), self.open() as f:
+            while block := f.read(CHUNK_BYTES):  # a read of `limit` bytes would reserve them
+                total += len(block)
+                if total > limit:
+                    raise refuse_content(self.where, cap)
+                parts.append(block)
+        return b"".join(parts)
+
+    def line_chunks(self, cap: Limit, size: int = CHUNK_BYTES) -> Iterator[tuple[bytes, int]]:
+        """The content as pieces of about ``size`` bytes cut after a newline (the last piece
+        may lack one), each with the 1-based number of its first line; a leading UTF-8 byte
+        order mark is dropped. Refuses a NUL byte, a line over :data:`MAX_LINE` bytes and a
+        gzip stream expanding past ``cap``."""
+        limit = None if not self.gzip or cap.nbytes is None else int(cap.nbytes)
+        total, line, carry, first = 0, 1, b"", True
+        with read_errors(self.where), self.open() as stream:
+            while True:
+                block = stream.read(size)
+                total += len(block)
+                if limit is not None and total > limit:
+                    raise refuse_content(self.where, cap)
+                data = carry + block if carry else block
+                if first and data.startswith(_BOM):
+                    data = data[len(_BOM) :]
+                first = first and not data
+                if not block:
+                    self._refuse_nul(data, line)
+                    if data:
+                        yield data, line
+                    return
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    self._refuse_nul(data, line)
+                    if len(data) > MAX_LINE:
+                        raise GraphFormatError(
+                            f"line {line} is longer than {MAX_LINE:,} bytes: not a text graph file",
+                            path=self.where,
+                        )
+                    carry = data
+                    continue
+                piece, carry = data[:cut], data[cut:]
+                self._refuse_nul(piece, line)
+                yield piece, line
+                line += piece.count(b"\n")
+
+    def _refuse_nul(self, piece: bytes, line: int) -> None:
+        at = piece.find(b"\0")
+        if at >= 0:
+            raise GraphFormatError(
+                "NUL byte in the file (binary data, not a text graph file)",
+                path=self.where,
+                line=line + piece.count(b"\n", 0, at),
+            )
 
 
 def check_regular(path: Path) -> os.stat_result:

@@ -5,13 +5,20 @@ Two checks run before the per-vertex arrays are built:
 - **bytes**: :func:`blest.graph.core.build_nbytes` of the vertex count and arc count must not
   exceed a limit: ``max_bytes`` when given, else the environment variable
   ``BLEST_MAX_GRAPH_BYTES`` (a byte count such as ``8000000000`` or ``8G``, or ``inf``), else
-  the memory currently available (``MemAvailable`` of ``/proc/meminfo``, or free pages from
-  ``os.sysconf``).
+  what this process may still allocate (:mod:`blest.graph.io.memory`: the smallest of
+  ``MemAvailable``, the ``ulimit -v`` / ``ulimit -d`` headroom and the control group's
+  memory limit less its use).
 - **sparse ids**: when the vertex count comes from the largest id, a graph with more than
   ``64 * (2 * records) + 1_000_000`` vertices for ``records`` arcs is mostly isolated vertices
   (a typo, or ids that are hashes or timestamps); it is refused with a hint to pass
   ``relabel=True``. An explicit limit (``max_bytes`` or the environment variable) turns this
   check off and leaves only the byte limit.
+
+The same limit caps the bytes a compressed file may expand to (:func:`content_cap`): text that
+decompresses to more than the limit cannot make a graph that fits in it.
+
+A malformed ``BLEST_MAX_GRAPH_BYTES`` or a ``max_bytes`` that is not a positive number is an
+:class:`~blest.errors.ArgumentError` naming it.
 """
 
 from __future__ import annotations
@@ -21,10 +28,19 @@ import os
 import re
 from dataclasses import dataclass
 
-from blest.errors import GraphLimitError
+from blest.errors import ArgumentError, GraphLimitError
 from blest.graph.core import build_nbytes
+from blest.graph.io.memory import available_memory
 
-__all__ = ["ENV_MAX_BYTES", "check_graph_size", "human_bytes", "memory_limit"]
+__all__ = [
+    "ENV_MAX_BYTES",
+    "check_graph_size",
+    "check_max_bytes",
+    "content_cap",
+    "human_bytes",
+    "memory_limit",
+    "refuse_content",
+]
 
 ENV_MAX_BYTES = "BLEST_MAX_GRAPH_BYTES"
 _SPARSE_FACTOR = 64
@@ -56,39 +72,55 @@ def _parse_size(text: str) -> float:
     if text.strip().lower() in ("inf", "none", "unlimited"):
         return math.inf
     found = _SIZE.fullmatch(text)
-    if not found or float(found.group(1)) <= 0:
-        raise ValueError(
-            f"{ENV_MAX_BYTES}={text!r} is not a positive byte count (e.g. 8000000000, 8G, "
-            "or inf for no limit)"
+    if not found or not 0 < float(found.group(1)) < math.inf:
+        raise ArgumentError(
+            f"the environment variable {ENV_MAX_BYTES}={text!r} is not a positive byte count "
+            "(e.g. 8000000000, 8G, or inf for no limit)"
         )
     return float(found.group(1)) * _UNITS[found.group(2).lower()]
 
 
-def _available_memory() -> int | None:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    except (OSError, ValueError, AttributeError):
+def check_max_bytes(max_bytes: object) -> float | None:
+    """``max_bytes`` as given to a loader: None, or a positive number (``math.inf``: none)."""
+    if max_bytes is None:
         return None
+    ok = isinstance(max_bytes, (int, float)) and not isinstance(max_bytes, bool)
+    if not ok or not max_bytes > 0:  # also refuses NaN
+        raise ArgumentError(
+            f"max_bytes must be a positive number of bytes (math.inf for no limit), got "
+            f"{max_bytes!r}"
+        )
+    return float(max_bytes)
 
 
 def memory_limit(max_bytes: float | None = None) -> Limit:
-    """The byte limit in force: ``max_bytes``, else the environment, else available memory."""
+    """The byte limit in force: ``max_bytes``, else the environment, else what this process
+    may still allocate."""
+    max_bytes = check_max_bytes(max_bytes)
     if max_bytes is not None:
-        if not max_bytes > 0:
-            raise ValueError(f"max_bytes must be positive (math.inf for no limit), got {max_bytes}")
         return Limit(None if max_bytes == math.inf else max_bytes, "max_bytes", True)
     env = os.environ.get(ENV_MAX_BYTES)
     if env is not None and env.strip():
         value = _parse_size(env)
         return Limit(None if value == math.inf else value, ENV_MAX_BYTES, True)
-    return Limit(_available_memory(), "the memory available now", False)
+    room = available_memory()
+    if room is None:
+        return Limit(None, "no known limit", False)
+    return Limit(room.nbytes, room.origin, False)
+
+
+def content_cap(max_bytes: float | None) -> Limit:
+    """The most bytes a compressed graph file may expand to: the memory limit."""
+    return memory_limit(max_bytes)
+
+
+def refuse_content(where: str, cap: Limit) -> GraphLimitError:
+    """The error for decompressed content beyond ``cap``."""
+    return GraphLimitError(
+        f"{where}: the decompressed content exceeds {human_bytes(cap.nbytes or 0)}, the limit "
+        f"({cap.origin}); a graph from it could not fit. Raise the limit with max_bytes or "
+        f"{ENV_MAX_BYTES} (e.g. {ENV_MAX_BYTES}=64G, or inf) if the file is what you meant"
+    )
 
 
 def check_graph_size(

@@ -13,6 +13,10 @@ Sizes and weights must be non-negative integers and are otherwise ignored.
 Every edge is listed on the lines of both its ends, so the neighbour entries must number
 ``2 m`` and the adjacency must be symmetric; a file breaking either rule is refused, naming the
 line. The graph is undirected; ``directed=True`` keeps both arcs of every edge.
+
+The file is read as a stream (:meth:`GraphFile.line_chunks`): a NUL byte is refused as soon as
+it is read, and a compressed stream that expands past the memory limit is refused. The leading
+comments are skipped by one regular expression.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from blest.errors import GraphFormatError, GraphLimitError
 from blest.graph.core import MAX_VERTICES, Graph
 from blest.graph.io.build import EMPTY_IDS, Options, build, csr_arcs
 from blest.graph.io.files import GraphFile, show
-from blest.graph.io.limits import check_graph_size
+from blest.graph.io.limits import check_graph_size, content_cap
 
 __all__ = ["MetisHeader", "load_metis", "sniff_level"]
 
@@ -36,6 +40,7 @@ _DIGITS = re.compile(rb"\d{1,18}")
 _FMT = re.compile(rb"[01]{1,3}")
 _PLAIN = b"0123456789 \t\r\n"
 _BOM = b"\xef\xbb\xbf"
+_COMMENTS = re.compile(rb"(?:[ \t\r\f\v]*+%[^\n]*+(?:\n|\Z))*+")
 LineOf = Callable[[int], int]
 
 
@@ -70,7 +75,7 @@ class MetisHeader:
 
 def load_metis(f: GraphFile, opts: Options) -> Graph:
     """Read a METIS graph file (see the module docstring)."""
-    data = f.read()
+    data = b"".join(piece for piece, _ in f.line_chunks(content_cap(opts.max_bytes)))
     if not data.strip():
         raise GraphFormatError("the file is empty", path=f.where)
     header, src, dst, line_of = parse_metis(data, f.where, partial=False)
@@ -143,15 +148,13 @@ def _scan_metis(data: bytes, where: str) -> tuple[MetisHeader, np.ndarray, np.nd
 
 def _split_header(data: bytes, where: str) -> tuple[MetisHeader, int]:
     """The header and the offset of the line after it."""
-    pos, line = 0, 1
-    while pos < len(data):
-        end = data.find(b"\n", pos)
-        end = len(data) if end < 0 else end
-        text = data[pos:end]
-        if not text.lstrip().startswith(b"%"):
-            return _parse_header(text, where, line), min(end + 1, len(data))
-        pos, line = end + 1, line + 1
-    raise GraphFormatError("no header line (n m [fmt [ncon]]), only comments", path=where)
+    pos = _COMMENTS.match(data).end()
+    if pos >= len(data):
+        raise GraphFormatError("no header line (n m [fmt [ncon]]), only comments", path=where)
+    line = 1 + data.count(b"\n", 0, pos)
+    end = data.find(b"\n", pos)
+    end = len(data) if end < 0 else end
+    return _parse_header(data[pos:end], where, line), min(end + 1, len(data))
 
 
 def _parse_header(text: bytes, where: str, line: int) -> MetisHeader:

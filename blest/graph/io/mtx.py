@@ -5,9 +5,11 @@ included. ``general`` files are directed; ``symmetric``, ``skew-symmetric`` and 
 files are undirected and store each edge once.
 
 The banner and size line are checked first (square, vertex limit, entry count against the file
-size, memory guard), so nothing large is allocated for a bad header. The body is parsed by
+size, memory guard), so nothing large is allocated for a bad header; the comment and blank
+lines before the size line are skipped by one regular expression. The body is parsed by
 SciPy's threaded ``fast_matrix_market`` reader; when it fails, a line-by-line re-scan names the
-first bad line.
+first bad line. A gzip stream that expands past the memory limit is refused
+(:func:`blest.graph.io.limits.content_cap`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from blest.errors import GraphFormatError, GraphLimitError
 from blest.graph.core import MAX_VERTICES, Graph
 from blest.graph.io.build import Options, build
 from blest.graph.io.files import GraphFile, read_errors, show
-from blest.graph.io.limits import check_graph_size
+from blest.graph.io.limits import Limit, check_graph_size, content_cap, refuse_content
 
 __all__ = ["MMHeader", "load_mtx", "read_mm_header"]
 
@@ -32,6 +34,9 @@ _MM_FIELDS = {"pattern": 0, "real": 1, "double": 1, "integer": 1, "complex": 2}
 _MM_SYMMETRIES = ("general", "symmetric", "skew-symmetric", "hermitian")
 #: What SciPy's reader may raise on a malformed body (the re-scan then names the line).
 _READER_ERRORS = (ValueError, OverflowError, RuntimeError, IndexError, TypeError)
+#: Whole blank or comment lines (before the size line).
+_SKIPPED = re.compile(rb"(?:[ \t\r\f\v]*+(?:%[^\n]*+)?\n)*+")
+_HEAD_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,8 @@ class MMHeader:
 
 def load_mtx(f: GraphFile, opts: Options) -> Graph:
     """Read a Matrix Market file (see the module docstring)."""
-    header = read_mm_header(f)
+    cap = content_cap(opts.max_bytes)
+    header = read_mm_header(f, cap)
     undirected_file = header.symmetry != "general"
     if undirected_file and opts.directed:
         raise GraphFormatError(
@@ -66,7 +72,7 @@ def load_mtx(f: GraphFile, opts: Options) -> Graph:
         max_bytes=opts.max_bytes,
         relabel=opts.relabel,
     )
-    src, dst = _raw_mm_entries(_read_body(f, header), header)
+    src, dst = _raw_mm_entries(_read_body(f, header, cap), header)
     return build(
         src,
         dst,
@@ -79,7 +85,7 @@ def load_mtx(f: GraphFile, opts: Options) -> Graph:
     )
 
 
-def _read_body(f: GraphFile, header: MMHeader) -> Any:
+def _read_body(f: GraphFile, header: MMHeader, cap: Limit) -> Any:
     """The COO array SciPy reads, or an error naming the first bad line.
 
     SciPy 1.17's ``fast_matrix_market`` crashes (segmentation fault) on a NUL byte right after
@@ -92,16 +98,18 @@ def _read_body(f: GraphFile, header: MMHeader) -> Any:
             if not f.gzip and _check_plain(f) and f.path.suffix not in (".gz", ".bz2"):
                 return scipy.io.mmread(f.where, spmatrix=False)
             with f.open() as stream:
-                guard = _GuardedStream(stream)
+                guard = _GuardedStream(stream, None if not f.gzip else cap.nbytes)
                 try:
                     return scipy.io.mmread(guard, spmatrix=False)
                 finally:
+                    if guard.over:
+                        raise refuse_content(f.where, cap)
                     if guard.nul_seen:
                         _refuse_nul(f)
-    except GraphFormatError:
+    except (GraphFormatError, GraphLimitError):
         raise
     except _READER_ERRORS as exc:
-        _diagnose_mtx(f, header, exc)
+        _diagnose_mtx(f, header, exc, cap)
 
 
 def _check_plain(f: GraphFile) -> bool:
@@ -133,12 +141,14 @@ class _GuardedStream(io.RawIOBase):
     """The bytes of ``source`` with NUL bytes replaced (and noted), then a final newline if
     they do not end with one: see :func:`_read_body`."""
 
-    def __init__(self, source: IO[bytes]):
+    def __init__(self, source: IO[bytes], cap: float | None = None):
         super().__init__()
         self._source = source
         self._last = b"\n"
         self._done = False
+        self._left = cap
         self.nul_seen = False
+        self.over = False  # the stream went past ``cap``: it was cut there
 
     def readable(self) -> bool:
         return True
@@ -147,6 +157,11 @@ class _GuardedStream(io.RawIOBase):
         if self._done:
             return 0
         data = self._source.read(len(buffer))
+        if self._left is not None:
+            self._left -= len(data)
+            if self._left < 0:
+                self.over, self._done = True, True
+                return 0
         if data:
             if b"\0" in data:
                 self.nul_seen = True
@@ -177,27 +192,48 @@ def _raw_mm_entries(coo: Any, header: MMHeader) -> tuple[np.ndarray, np.ndarray]
     return head_row, head_col
 
 
-def read_mm_header(f: GraphFile) -> MMHeader:
-    """Parse and check the banner and size line, before any entry is read."""
+def read_mm_header(f: GraphFile, cap: Limit | None = None) -> MMHeader:
+    """Parse and check the banner and size line, before any entry is read (``cap``: what a
+    gzip stream may expand to; default the memory limit)."""
     with read_errors(f.where), f.open() as stream:
         banner = stream.readline(4096)
         if not banner:
             raise GraphFormatError("the file is empty", path=f.where)
         field, symmetry = _parse_banner(banner, f.where)
-        lineno, text = 1, b""
-        for raw in stream:
-            lineno += 1
-            text = raw.strip()
-            if text and not text.startswith(b"%"):
-                break
-        else:
-            raise GraphFormatError(
-                "no size line (rows columns entries) after the banner",
-                path=f.where,
-                line=lineno + 1,
-            )
+        lineno, text = _size_line(stream, f, cap or content_cap(None))
     nrows, ncols, nnz = _parse_size_line(text, f, lineno)
     return MMHeader(field, symmetry, nrows, ncols, nnz, lineno)
+
+
+def _size_line(stream: IO[bytes], f: GraphFile, cap: Limit) -> tuple[int, bytes]:
+    """The 1-based number and text of the first line after the banner that is neither blank
+    nor a comment (blank and comment lines skipped by the block, up to the content cap)."""
+    limit = cap.nbytes if f.gzip else None
+    lineno, buf, read = 2, b"", 0
+    while True:
+        block = stream.read(_HEAD_BLOCK)
+        read += len(block)
+        if limit is not None and read > limit:
+            raise refuse_content(f.where, cap)
+        buf = buf + block if buf else block
+        skip = _SKIPPED.match(buf).end()
+        lineno += buf.count(b"\n", 0, skip)
+        buf = buf[skip:]
+        end = buf.find(b"\n")
+        if end >= 0 or not block:
+            text = (buf if end < 0 else buf[:end]).strip()
+            if text and not text.startswith(b"%"):
+                return lineno, text
+            if not block:
+                raise GraphFormatError(
+                    "no size line (rows columns entries) after the banner",
+                    path=f.where,
+                    line=lineno,
+                )
+        if len(buf) > _HEAD_BLOCK * 64:
+            raise GraphFormatError(
+                f"line {lineno} is longer than {_HEAD_BLOCK * 64:,} bytes", path=f.where
+            )
 
 
 def _parse_size_line(text: bytes, f: GraphFile, lineno: int) -> tuple[int, int, int]:
@@ -266,12 +302,16 @@ def _parse_banner(banner: bytes, where: str) -> tuple[str, str]:
     return field, symmetry
 
 
-def _diagnose_mtx(f: GraphFile, header: MMHeader, exc: Exception) -> NoReturn:
+def _diagnose_mtx(f: GraphFile, header: MMHeader, exc: Exception, cap: Limit) -> NoReturn:
     """Re-read the body line by line and raise for its first bad line."""
     values = _MM_FIELDS[header.field]
-    count = 0
+    count, left = 0, (cap.nbytes if f.gzip else None)
     with read_errors(f.where), f.open() as stream:
         for lineno, raw in enumerate(stream, 1):
+            if left is not None:
+                left -= len(raw)
+                if left < 0:
+                    raise refuse_content(f.where, cap)
             if lineno <= header.size_line or not raw.strip():
                 continue
             if raw.startswith(b"%"):

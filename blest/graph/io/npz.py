@@ -1,11 +1,14 @@
-"""Prepared graphs: the ``.npz`` archive :func:`save_graph` writes and ``load_graph`` reads.
+"""Graph archives: the ``.npz`` :func:`save_graph` writes, and SciPy's ``save_npz`` files.
 
 The archive holds ``format`` (``"blest-graph"``), ``version`` (1), ``n``, ``directed``,
 ``out_ptr`` (int64), ``out_idx`` (int32), ``in_ptr`` / ``in_idx`` only when directed,
 ``labels`` when the graph has them, ``content_hash`` and ``report`` (the cleaning report as
 JSON). Loading checks every structural property the graph promises (sorted rows, no self loops
-or duplicates, in_csr the transpose of out_csr, the content hash) and reads each array only
-after checking that the archive really holds the bytes its header declares.
+or duplicates, in_csr the transpose of out_csr, the content hash). Only the members it uses
+are read, each only after checking that the archive really holds the bytes it declares
+(:mod:`blest.graph.io.zipnpy`); a gzip-compressed archive may expand to the memory limit at
+most. An archive whose ``format`` member names a SciPy sparse format is read by
+:mod:`blest.graph.io.sparse_npz`.
 """
 
 from __future__ import annotations
@@ -15,16 +18,19 @@ import io
 import json
 import os
 import struct
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
-from blest.errors import GraphFormatError
+from blest.errors import BlestError, GraphFormatError
 from blest.graph.core import MAX_VERTICES, CleaningReport, Graph
-from blest.graph.io.files import GZIP_RATIO, GraphFile, read_errors
+from blest.graph.io import sparse_npz
+from blest.graph.io.build import Options, adapt_graph
+from blest.graph.io.files import GraphFile, read_errors
+from blest.graph.io.limits import content_cap
+from blest.graph.io.zipnpy import NpzMembers
 
 __all__ = ["NPZ_FORMAT", "NPZ_VERSION", "load_npz", "save_graph"]
 
@@ -33,6 +39,8 @@ NPZ_FORMAT = "blest-graph"
 NPZ_VERSION = 1
 
 _REQUIRED = ("format", "version", "n", "directed", "out_ptr", "out_idx", "content_hash")
+_OPTIONAL = ("in_ptr", "in_idx", "labels", "report")
+_SMALL = 1  # elements of a scalar member (format, version, n, hash, report text)
 #: What a damaged archive or member may raise while it is read.
 _ARCHIVE_ERRORS = (
     ValueError,
@@ -111,56 +119,39 @@ def _storable_labels(labels: np.ndarray) -> np.ndarray:
     raise TypeError(f"labels of dtype {labels.dtype} cannot be saved (only integers or strings)")
 
 
-def load_npz(f: GraphFile) -> Graph:
-    """Read and check a graph archive written by :func:`save_graph`."""
+def load_npz(f: GraphFile, opts: Options) -> Graph:
+    """Read and check a graph archive written by :func:`save_graph` or SciPy's ``save_npz``."""
+    cap = content_cap(opts.max_bytes)
+    if f.gzip and f.read(4) != b"PK\x03\x04":  # before expanding the whole stream
+        raise GraphFormatError("not a readable .npz archive: not a zip archive", path=f.where)
     try:
         with read_errors(f.where):
-            source: Any = io.BytesIO(f.read()) if f.gzip else f.path
-            with zipfile.ZipFile(source) as archive:
-                arrays = _read_members(archive, f)
+            source: Any = io.BytesIO(f.read_capped(cap)) if f.gzip else f.path
+            with NpzMembers(source, cap.nbytes) as members:
+                if not members.names:
+                    raise ValueError("the archive holds no .npy arrays")
+                kind = sparse_npz.scipy_format(members)
+                if kind is not None:
+                    return sparse_npz.load(members, kind, f.where, opts)
+                arrays = _read_members(members)
     except _ARCHIVE_ERRORS as exc:
-        raise GraphFormatError(f"not a readable .npz archive: {exc}", path=f.where) from exc
-    return _graph_from_npz(arrays, f.where)
+        if isinstance(exc, GraphFormatError) and exc.reason.startswith("malformed"):
+            raise
+        if isinstance(exc, BlestError) and not isinstance(exc, GraphFormatError):
+            raise
+        reason = exc.reason if isinstance(exc, GraphFormatError) else exc
+        raise GraphFormatError(f"not a readable .npz archive: {reason}", path=f.where) from exc
+    return adapt_graph(_graph_from_npz(arrays, f.where), opts)
 
 
-def _read_members(archive: zipfile.ZipFile, f: GraphFile) -> dict[str, np.ndarray]:
-    """Every ``.npy`` member of the archive, by name without the suffix."""
-    arrays = {}
-    for info in archive.infolist():
-        if info.filename.endswith(".npy"):
-            with archive.open(info) as member:
-                stored = info.compress_type == zipfile.ZIP_STORED
-                limit = f.max_bytes * (1 if stored else GZIP_RATIO)
-                arrays[info.filename[:-4]] = _read_npy(member, info, limit)
-    if not arrays:
-        raise ValueError("the archive holds no .npy arrays")
-    return arrays
-
-
-def _read_npy(member: IO[bytes], info: zipfile.ZipInfo, limit: int) -> np.ndarray:
-    """One ``.npy`` member, allocated only once its size is known to be real."""
-    version = np.lib.format.read_magic(member)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
-    elif version == (2, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
-    else:
-        raise ValueError(f"{info.filename}: unsupported .npy version {version}")
-    if dtype.hasobject:
-        raise ValueError(f"{info.filename}: object arrays are not read (no pickle)")
-    count = int(np.prod(shape, dtype=object)) if shape else 1
-    nbytes = count * dtype.itemsize
-    if count < 0 or nbytes > min(info.file_size, limit):
-        raise ValueError(f"{info.filename}: declares {nbytes} bytes of data, more than it holds")
-    array = np.empty(count, dtype=dtype)
-    view = memoryview(array.view(np.uint8).reshape(-1))
-    got = 0
-    while got < nbytes:
-        step = member.readinto(view[got:])
-        if not step:
-            raise ValueError(f"{info.filename}: truncated ({got} of {nbytes} bytes)")
-        got += step
-    return array.reshape(shape, order="F" if fortran else "C")
+def _read_members(members: NpzMembers) -> dict[str, np.ndarray]:
+    """The members a blest graph archive uses (others are never inflated)."""
+    small = {"format", "version", "n", "directed", "content_hash", "report"}
+    return {
+        k: members.read(k, max_items=_SMALL if k in small else None)
+        for k in _REQUIRED + _OPTIONAL
+        if k in members
+    }
 
 
 def _graph_from_npz(arrays: dict[str, np.ndarray], where: str) -> Graph:

@@ -23,18 +23,23 @@ __all__ = ["from_networkx", "from_scipy", "is_networkx"]
 _INT64_MAX = 2**63 - 1
 
 
-def from_scipy(matrix: Any, opts: Options) -> Graph:
-    """A graph from a square SciPy sparse matrix or array."""
+def from_scipy(
+    matrix: Any, opts: Options, *, path: str | None = None, format: str = "scipy"
+) -> Graph:
+    """A graph from a square SciPy sparse matrix or array (``path``: the file it came from)."""
     shape = matrix.shape
     if len(shape) != 2 or shape[0] != shape[1]:
         raise GraphFormatError(
             f"a {' x '.join(map(str, shape))} sparse matrix is not an adjacency matrix: "
-            "it must be square"
+            "it must be square",
+            path=path,
         )
     n = int(shape[0])
+    where = path or f"scipy.sparse {type(matrix).__name__}"
     if n > MAX_VERTICES:
-        raise GraphLimitError(f"matrix has {n} rows; blest supports at most {MAX_VERTICES}")
-    where = f"scipy.sparse {type(matrix).__name__}"
+        raise GraphLimitError(
+            f"{where}: matrix has {n} rows; blest supports at most {MAX_VERTICES}"
+        )
     check_graph_size(
         n,
         int(matrix.nnz),
@@ -45,7 +50,7 @@ def from_scipy(matrix: Any, opts: Options) -> Graph:
     )
     coo = sp.coo_array(matrix)  # stored entries, explicit zeros included
     src, dst = coo.row, coo.col
-    kw = {"source": where, "format": "scipy"}
+    kw = {"source": where, "format": format}
     as_directed = build(src, dst, n, directed=True, relabel=opts.relabel, **kw)
     symmetric = np.array_equal(as_directed.out_ptr, as_directed.in_ptr) and np.array_equal(
         as_directed.out_idx, as_directed.in_idx
