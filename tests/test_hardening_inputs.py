@@ -221,7 +221,7 @@ def test_the_guard_takes_the_smallest_headroom(monkeypatch):
     monkeypatch.setattr(memory_mod, "cgroup_headroom", lambda: [Headroom(2 << 30, "cgroup")])
     limit = memory_limit()
     assert (limit.nbytes, limit.origin) == (2 << 30, "cgroup")
-    from blest.runtime.multi import host_memory_limit
+    from blest.runtime.arguments import host_memory_limit
 
     assert host_memory_limit() == 2 << 30
 
