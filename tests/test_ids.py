@@ -300,3 +300,26 @@ def test_unknown_sources_fail_before_the_workers_start():
     G = nx.relabel_nodes(nx.path_graph(6), lambda v: f"v{v}")
     with pytest.raises(blest.VertexError, match="nobody"):
         blest.closeness(G, ["v1", "nobody"], gpus=2)
+
+
+@pytest.mark.parametrize("labels", [[30, 10, 20, 40], ["d", "a", "c", "b"]])
+def test_the_artifact_keeps_labels_and_refuses_bad_ones(tmp_path, labels):
+    import dataclasses
+
+    from blest.graph.prepared import Prepared
+    from blest.tuning.artifact import load_artifact, save_artifact
+
+    g = blest.load_graph(np.array([[0, 1, 2], [1, 2, 3]]))
+    kept = dataclasses.replace(g, labels=np.array(labels, dtype=object))
+    save_artifact(tmp_path / "a.npz", Prepared.from_graph(kept, 8))
+    assert load_artifact(tmp_path / "a.npz").graph.labels.tolist() == labels
+    twice = dataclasses.replace(g, labels=np.array(labels[:1] * 4, dtype=object))
+    save_artifact(tmp_path / "b.npz", Prepared.from_graph(twice, 8))
+    with pytest.raises(blest.ConfigError, match="twice"):
+        load_artifact(tmp_path / "b.npz")
+    pairs = np.empty(4, dtype=object)
+    pairs[:] = [(i, i) for i in range(4)]  # NetworkX nodes may be tuples: not storable
+    tuples = dataclasses.replace(g, labels=pairs)
+    with pytest.raises(blest.ArgumentError, match="cannot be stored"):
+        save_artifact(tmp_path / "c.npz", Prepared.from_graph(tuples, 8))
+    assert not (tmp_path / "c.npz").exists()

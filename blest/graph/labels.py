@@ -189,8 +189,12 @@ def ids_to_vertices(graph: Graph, ids: Any) -> np.ndarray:
     return out
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
 def _is_negative_int(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v < 0
+    return _is_int(v) and v < 0
 
 
 def _nonnegative_ints(labels: np.ndarray) -> bool:
@@ -225,8 +229,11 @@ def storable_labels(labels: Any) -> np.ndarray:
         return labels.astype(np.int64)
     if labels.dtype.kind == "U":
         return labels
-    if labels.dtype.kind == "O" and all(isinstance(v, str) for v in labels.tolist()):
+    items = labels.tolist() if labels.dtype.kind == "O" else None
+    if items is not None and all(isinstance(v, str) for v in items):
         return labels.astype(str)
+    if items is not None and all(_is_int(v) and -(2**63) <= v < 2**63 for v in items):
+        return labels.astype(np.int64)
     raise ArgumentError(
         f"vertex labels of dtype {labels.dtype} cannot be stored (only integers or strings)"
     )
