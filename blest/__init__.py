@@ -56,6 +56,7 @@ __all__ = [
     "make_engine",
     "validate",
     "variants",
+    "vertex_ids",
 ]
 
 # Everything but the version and the exceptions loads on first use: ``import blest`` stays
@@ -75,6 +76,7 @@ _LAZY = {
     "make_engine": ("blest.runtime.factory", "make_engine"),
     "validate": ("blest.api", "validate"),
     "variants": ("blest.codegen.spec", "variants"),
+    "vertex_ids": ("blest.api", "vertex_ids"),
 }
 
 

@@ -24,11 +24,19 @@ matrix; on a GPU the BVSS, the upload and the compiled kernel) cost more than on
   buffers outlive a call. A CPU runner also goes when its graph is garbage-collected; an engine
   (GPU or emulator) holds its graph, so it stays until replaced or cleared.
 
+Vertex ids. Sources and parents are the input's own ids: on a graph with labels (a NetworkX
+graph whose nodes are not ``0 .. n-1``, a DataFrame of string ids, a file read with
+``relabel=True``) the labels, so ``bfs(G, "Valjean")`` works; elsewhere the vertex numbers.
+Levels have one entry per vertex in vertex order, the order of :func:`vertex_ids` (for a
+NetworkX graph, ``list(G)`` unless its nodes are ``0 .. n-1``; for a relabelled file, its ids in
+increasing order): ``dict(zip(blest.vertex_ids(G), levels))`` keys them by id.
+
 Calls are serialized by one lock (they share the cached runner).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import weakref
@@ -38,14 +46,15 @@ from typing import Any
 import numpy as np
 
 from blest.defaults import DEFAULT_SIGMA
-from blest.errors import ArgumentError
+from blest.errors import ArgumentError, ValidationError, VertexError
 from blest.graph.core import Graph
 from blest.graph.io import load_graph
-from blest.reference.scipy_bfs import ScipyBFS, check_seeds
+from blest.graph.labels import ids_to_vertices, parents_as_ids, seeds_of, user_ids
+from blest.reference.scipy_bfs import ScipyBFS
 from blest.reference.validate import validate_bfs
 from blest.runtime.factory import resolve_device
 
-__all__ = ["bfs", "clear_cache", "validate"]
+__all__ = ["bfs", "clear_cache", "validate", "vertex_ids"]
 
 #: Key of blest's loaded graphs in a NetworkX graph's ``__networkx_cache__``.
 NX_CACHE_KEY = "blest.api"
@@ -67,10 +76,12 @@ def bfs(
     Parameters
     ----------
     graph : path, SciPy sparse matrix, NetworkX graph, Graph, ...
-        Anything :func:`blest.load_graph` accepts. Vertex ids are the loaded graph's ids (for a
-        relabelled input, positions in its label order: see ``load_graph``).
-    source : int or sequence of int
-        One source vertex, or several seeds (all at level 0; repeats allowed; at least one).
+        Anything :func:`blest.load_graph` accepts, or a tuned config (``*.json``: its
+        prepared graph, labels included, read at every call).
+    source : vertex id or sequence of ids
+        One source vertex, or several seeds (all at level 0; repeats allowed; at least one),
+        in the input's own ids (see the module docstring): ``bfs(G, "Valjean")`` on a
+        NetworkX graph of named nodes.
     parents : bool
         Also return a BFS parent of every vertex.
     directed : bool, optional
@@ -83,11 +94,13 @@ def bfs(
     Returns
     -------
     levels : ndarray of int32
-        Level of every vertex, -1 for unreached ones.
-    (levels, parents) : tuple of ndarray of int32
-        With ``parents=True``: ``parents[v]`` is a vertex one level above v with an arc to v,
-        -1 for the seeds and unreached vertices (any valid BFS parent; which one may differ
-        between devices).
+        Level of every vertex in vertex order (:func:`vertex_ids`), -1 for unreached ones.
+    (levels, parents) : tuple of ndarray
+        With ``parents=True``: ``parents[i]`` is the id of a vertex one level above vertex i
+        with an arc to it (any valid BFS parent; which one may differ between devices). For a
+        graph without labels: int32, -1 for the seeds and unreached vertices; with integer
+        labels that are all >= 0 (relabelled files): int64 labels, -1 for none; with other
+        labels: an object array of labels, None for none.
 
     Examples
     --------
@@ -106,18 +119,20 @@ def bfs(
         depth_limit = _check_depth_limit(depth_limit)
     with _LOCK:
         g = _loaded(graph, directed)
-        seeds = check_seeds(source, g.n)
+        seeds = seeds_of(g, source)
         where = resolve_device(device)
         runner, keep = _runner(g, where)
         try:
             if isinstance(runner, ScipyBFS):
                 levels, par = runner.run(seeds, depth_limit=depth_limit, parents=parents)
-                return (levels, par) if parents else levels
-            src = int(seeds[0]) if seeds.size == 1 else seeds
-            return runner.bfs(src, depth_limit=depth_limit, parents=bool(parents))
+            else:
+                src = int(seeds[0]) if seeds.size == 1 else seeds
+                out = runner.bfs(src, depth_limit=depth_limit, parents=bool(parents))
+                levels, par = out if parents else (out, None)
         finally:
             if not keep:
                 _close(runner)
+        return (levels, parents_as_ids(g, par)) if parents else levels
 
 
 def validate(
@@ -127,7 +142,8 @@ def validate(
     first failed check, return None when every check passes.
 
     ``graph``, ``source`` and ``directed`` as in :func:`bfs`; ``levels`` int32 of length n (-1
-    unreached); ``parents`` (optional) of length n, a negative entry meaning "no parent" (so
+    unreached); ``parents`` (optional) of length n, as :func:`bfs` returns them (the input's
+    ids), a negative entry (or None, where ids are not integers) meaning "no parent" (so
     SciPy's predecessor arrays, with -9999, are accepted). Checks: the parent tree has no cycle
     (a), tree edges join levels one apart (b), every arc u -> v with u reached leads to a
     reached v with ``level[v] <= level[u] + 1`` (c), the reached vertices are exactly those
@@ -137,7 +153,31 @@ def validate(
     """
     with _LOCK:
         g = _loaded(graph, directed)
-    validate_bfs(g, source, levels, parents)
+    seeds = seeds_of(g, source)
+    if parents is not None and g.labels is not None:
+        if np.ndim(parents) != 1 or len(parents) != g.n:
+            raise ValidationError("format", f"parents must have one entry per vertex ({g.n})")
+        try:
+            parents = ids_to_vertices(g, parents)
+        except (ArgumentError, VertexError) as exc:
+            raise ValidationError("format", f"a parent is not a vertex: {exc}") from None
+    validate_bfs(g, seeds, levels, parents)
+
+
+def vertex_ids(graph: Any, *, directed: bool | None = None) -> np.ndarray:
+    """The input's id of every vertex, in the order of every per-vertex result (levels, rows
+    of :func:`blest.bfs_many`, scores): the graph's labels (``list(G)`` for a NetworkX graph
+    of named nodes, the ids that occur in increasing order for a file read with
+    ``relabel=True``), else ``0 .. n-1``. ``graph`` as in :func:`bfs`, or a tuned config
+    (``*.json``).
+
+    >>> import blest, networkx as nx
+    >>> G = nx.path_graph(["a", "b", "c"])
+    >>> dict(zip(blest.vertex_ids(G), blest.bfs(G, "c", device="cpu").tolist()))
+    {'a': 2, 'b': 1, 'c': 0}
+    """
+    with _LOCK:
+        return user_ids(_loaded(graph, directed))
 
 
 def clear_cache() -> None:
@@ -160,6 +200,10 @@ def _check_depth_limit(depth_limit: Any) -> int:
 # ---------------------------------------------------------------------- loading
 def _loaded(graph: Any, directed: bool | None) -> Graph:
     """The graph loaded, from a NetworkX graph's cache when it is there."""
+    if isinstance(graph, (str, os.PathLike)) and os.fspath(graph).lower().endswith(".json"):
+        from blest.centrality import graph_of
+
+        return graph_of(graph, directed=directed)  # a tuned config's graph
     if isinstance(graph, Graph):
         return load_graph(graph, directed=directed)
     cache = _nx_cache(graph)

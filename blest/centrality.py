@@ -8,29 +8,35 @@ CPU). ``gpus=`` spreads the sources over several processes, one per GPU: ``"all"
 starts local workers; under ``mpirun -n N`` (mpi4py) every rank runs the same call and takes
 its share. Sources are dealt in whole batches of kappa, each source is computed by exactly one
 process, and the integer sums are reduced exactly: the scores are bit-identical to one GPU.
+
+Vertex ids: ``sources`` are the target's own ids (its labels, when it has them: a NetworkX
+graph of named nodes, a file read with ``relabel=True``, a config tuned with ``--relabel``),
+always a sequence (one source ``v``: ``[v]``). Results follow the sources given, or, with
+``sources=None``, the vertex order of :func:`blest.vertex_ids`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from blest.defaults import DEFAULT_KAPPA, DEFAULT_SIGMA
 from blest.errors import ArgumentError
+from blest.graph.labels import id_sequence, vertices_of
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
-from blest.runtime.arguments import centrality_sources
 
-__all__ = ["bfs_many", "closeness", "harmonic", "source_sums", "engine_for"]
+__all__ = ["bfs_many", "closeness", "harmonic", "source_sums", "engine_for", "graph_of"]
 
 Progress = Callable[[int, int], None]
 
 
 def engine_for(target: Any, *, directed: bool | None = None, device: Any = None) -> Any:
     """An engine for a tuned config path or any graph input (see the module docstring)."""
-    if isinstance(target, (str, os.PathLike)) and os.fspath(target).lower().endswith(".json"):
+    if _is_config(target):
         from blest.tuning.loader import load_tuned
 
         if directed is not None:
@@ -46,6 +52,25 @@ def engine_for(target: Any, *, directed: bool | None = None, device: Any = None)
     return make_engine(Prepared.from_graph(graph, DEFAULT_SIGMA), device=device)
 
 
+def graph_of(target: Any, *, directed: bool | None = None) -> Any:
+    """The :class:`~blest.graph.Graph` of a tuned config path (its verified artifact's, labels
+    included) or of any graph input."""
+    if _is_config(target):
+        from blest.tuning.config import TunedConfig
+        from blest.tuning.loader import load_prepared
+
+        if directed is not None:
+            raise ArgumentError("directed= does not apply to a tuned config")
+        return load_prepared(TunedConfig.read(target)).graph
+    from blest.graph.io import load_graph
+
+    return load_graph(target, directed=directed)
+
+
+def _is_config(target: Any) -> bool:
+    return isinstance(target, (str, os.PathLike)) and os.fspath(target).lower().endswith(".json")
+
+
 def bfs_many(
     target: Any,
     sources: Any,
@@ -55,9 +80,12 @@ def bfs_many(
     device: Any = None,
     progress: Progress | None = None,
 ) -> np.ndarray:
-    """Levels from every source, shape ``(len(sources), n)`` (see ``engine.bfs_many``)."""
+    """Levels from every source (the target's own ids, see the module docstring), shape
+    ``(len(sources), n)``: row i holds the levels from ``sources[i]``, one column per vertex
+    in vertex order (see ``engine.bfs_many``)."""
+    sources = id_sequence(sources)
     with engine_for(target, directed=directed, device=device) as eng:
-        return eng.bfs_many(sources, out=out, progress=progress)
+        return eng.bfs_many(vertices_of(eng.graph, sources), out=out, progress=progress)
 
 
 def source_sums(
@@ -76,6 +104,8 @@ def source_sums(
 def _sums_and_n(
     target: Any, sources: Any, directed: Any, device: Any, gpus: Any, progress: Any
 ) -> tuple[SourceSums, int]:
+    if sources is not None:
+        sources = id_sequence(sources)
     world = _mpi()
     if world is not None:
         comm, rank, size = world
@@ -85,6 +115,8 @@ def _sums_and_n(
         return _share(0, 1, None, target, directed, sources, progress, device)
     from blest.runtime.distributed import run_local_workers
 
+    if sources is not None:  # ids checked here: an unknown one is the caller's error
+        sources = _Vertices(vertices_of(graph_of(target, directed=directed), sources))
     return run_local_workers(_worker, workers, target, directed, sources)
 
 
@@ -169,7 +201,7 @@ def _share(
     if device is None and size > 1:
         device = _device_of(rank)
     with engine_for(target, directed=directed, device=device) as eng:
-        users = centrality_sources(sources, eng.n)
+        users = _vertices(eng, sources)
         kappa = _kappa(eng)
         positions = partition(users.size, kappa, rank, size)
         report = progress if rank == 0 else None
@@ -178,6 +210,22 @@ def _share(
     if size == 1:
         return local, n
     return reduce_sums(comm, users.size, positions, local), n
+
+
+@dataclass(frozen=True)
+class _Vertices:
+    """Sources already turned into the target's vertices (0 .. n-1)."""
+
+    ids: np.ndarray
+
+
+def _vertices(engine: Any, sources: Any) -> np.ndarray:
+    """The vertices to score: every vertex by default, else those of the given ids."""
+    if sources is None:
+        return np.arange(engine.n, dtype=np.int64)
+    if isinstance(sources, _Vertices):
+        return sources.ids
+    return vertices_of(engine.graph, sources)
 
 
 def _worker(rank: int, size: int, comm: Any, target: Any, directed: Any, sources: Any) -> Any:

@@ -173,8 +173,8 @@ def test_bad_dataframes() -> None:
         load_graph(pd.DataFrame({"source": pd.array([0, None], "Int64"), "target": [1, 2]}))
     with pytest.raises(GraphFormatError, match="two columns"):
         load_graph(pd.DataFrame({"only": [0, 1]}))
-    with pytest.raises(GraphFormatError, match="integer"):
-        load_graph(pd.DataFrame({"u": ["a", "b"], "v": ["b", "c"]}))
+    named = load_graph(pd.DataFrame({"u": ["b", "a"], "v": ["c", "b"]}))  # names: relabelled
+    assert named.labels.tolist() == ["a", "b", "c"] and named.out_idx.tolist() == [1, 2]
     with pytest.raises(GraphFormatError, match="negative"):
         load_graph(pd.DataFrame({"u": [0, -1], "v": [1, 2]}))
 

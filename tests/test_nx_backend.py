@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from functools import partial
 
 import pytest
 from random_graphs import GRAPH_CLASSES, arcs_of
@@ -67,7 +68,7 @@ def test_traversals_match_networkx(kind, rng):
             assert bnx.single_source_shortest_path_length(
                 G, s
             ) == nx.single_source_shortest_path_length(G, s)
-            for limit in (None, 0, 1, 2, 2.5, -1, float("inf")):
+            for limit in (None, 0, 1, 2, 2.5, -1, float("inf"), float("-inf"), float("nan")):
                 assert bnx.single_source_shortest_path_length(
                     G, s, cutoff=limit
                 ) == nx.single_source_shortest_path_length(G, s, cutoff=limit), limit
@@ -81,10 +82,68 @@ def test_traversals_match_networkx(kind, rng):
             same_tree(bnx.bfs_tree(G, s), nx.bfs_tree(G, s))
             same_tree(bnx.bfs_tree(G, s, True, 3), nx.bfs_tree(G, s, True, 3))
             assert list(bnx.bfs_layers(G, s)) == list(nx.bfs_layers(G, s))
-            for d in (0, 1, 2, 5, -1, 1.5):
+            for d in (0, 1, 2, 5, -1, 1.5, 2.0, True, float("nan"), float("inf"), "2", None):
                 assert bnx.descendants_at_distance(G, s, d) == nx.descendants_at_distance(G, s, d)
+            for order in (sorted, partial(sorted, reverse=True), _odd_first):
+                for reverse in (False, True):
+                    assert list(bnx.bfs_edges(G, s, reverse, 3, order)) == list(
+                        nx.bfs_edges(G, s, reverse, 3, order)
+                    )
+                assert list(bnx.bfs_successors(G, s, sort_neighbors=order)) == list(
+                    nx.bfs_successors(G, s, sort_neighbors=order)
+                )
         seeds = sources(rng, G, 4)
         assert list(bnx.bfs_layers(G, seeds)) == list(nx.bfs_layers(G, seeds))
+
+
+def _odd_first(nodes):
+    """A neighbour order that is not sorted: odd hashes first, then by repr."""
+    return sorted(nodes, key=lambda v: (hash(v) % 2 == 0, repr(v)))
+
+
+@pytest.mark.parametrize("kind", ("undirected", "directed", "strings", "multigraph"))
+def test_harmonic_is_networkx_bit_for_bit(kind, rng):
+    """Every score equals NetworkX's to the last bit (and an unreached node's 0 stays the int
+    0), with and without nbunch and sources, both ways round (|nbunch| < |sources| makes
+    NetworkX sum along a BFS order instead)."""
+    for _ in range(2):
+        G = random_nx(rng, kind)
+        nodes = list(G)
+        picks = [None, sources(rng, G, 3), sources(rng, G, 9), nodes[::2]]
+        for nbunch in picks:
+            for chosen in picks:
+                ours = bnx.harmonic_centrality(G, nbunch, sources=chosen)
+                theirs = nx.harmonic_centrality(G, nbunch, sources=chosen)
+                assert list(ours) == list(theirs)
+                for v, x in theirs.items():
+                    assert type(ours[v]) is type(x) and ours[v] == x, (v, ours[v], x)
+    G = nx.les_miserables_graph()
+    ours, theirs = bnx.harmonic_centrality(G), nx.harmonic_centrality(G)
+    assert all(ours[v].hex() == theirs[v].hex() for v in G)
+    assert bnx.harmonic_centrality(G, "Valjean") == nx.harmonic_centrality(G, "Valjean")
+    assert bnx.harmonic_centrality(G, ["nobody"]) == {}
+    with pytest.raises(nx.NetworkXError):
+        bnx.harmonic_centrality(G, 12345)
+
+
+def test_unweighted_only():
+    """distance= names an edge weight in the centralities: refused (NetworkX then runs its
+    own code) when an edge carries it, and the same as no weight when none does."""
+    G = nx.les_miserables_graph()  # its edges carry "weight"
+    with pytest.raises(NotImplementedError):
+        bnx.closeness_centrality(G, distance="weight")
+    with pytest.raises(NotImplementedError):
+        bnx.harmonic_centrality(G, distance="weight")
+    assert isinstance(can_run("closeness_centrality", (G,), {"distance": "weight"}), str)
+    assert isinstance(can_run("harmonic_centrality", (G, None, "weight"), {}), str)
+    H = nx.path_graph(6)
+    assert can_run("closeness_centrality", (H,), {"distance": "weight"}) is True
+    assert bnx.closeness_centrality(H, distance="weight") == nx.closeness_centrality(
+        H, distance="weight"
+    )
+    assert bnx.harmonic_centrality(H, distance="w") == nx.harmonic_centrality(H, distance="w")
+    assert can_run("descendants_at_distance", (H, 0, 2), {}) is True
+    assert can_run("descendants_at_distance", (H, 0), {"distance": 2}) is True
 
 
 def test_dict_lists_nodes_by_distance(rng):
@@ -117,8 +176,6 @@ def test_errors_like_networkx():
         list(bnx.bfs_layers(G, [0, 99]))
     with pytest.raises(nx.NetworkXError):
         bnx.descendants_at_distance(G, 99, 1)
-    with pytest.raises(NotImplementedError):
-        bnx.bfs_edges(G, 0, sort_neighbors=sorted)
     assert list(bnx.bfs_layers(G, [])) == list(nx.bfs_layers(G, []))
     assert list(bnx.bfs_successors(nx.empty_graph(3), 1)) == [(1, [])]
 
@@ -176,8 +233,8 @@ def test_backend_info_and_interface():
 def test_can_run_and_should_run():
     G = nx.path_graph(10)
     assert can_run("bfs_edges", (G, 0), {}) is True
-    assert isinstance(can_run("bfs_edges", (G, 0, False, None, sorted), {}), str)
-    assert isinstance(can_run("bfs_tree", (G, 0), {"sort_neighbors": sorted}), str)
+    assert can_run("bfs_edges", (G, 0, False, None, sorted), {}) is True
+    assert can_run("bfs_tree", (G, 0), {"sort_neighbors": sorted}) is True
     assert isinstance(can_run("pagerank", (G,), {}), str)
     assert isinstance(should_run("bfs_edges", (G, 0), {}), str)  # tiny and not converted
     as_blest(G)
@@ -202,7 +259,14 @@ def test_dispatch_through_networkx(rng):
         assert list(nx.bfs_edges(G, s, backend="blest", device="cpu")) == list(nx.bfs_edges(G, s))
         same_tree(nx.bfs_tree(G, s, backend="blest"), nx.bfs_tree(G, s))
         assert list(nx.bfs_layers(G, [s], backend="blest")) == list(nx.bfs_layers(G, [s]))
+        assert list(nx.bfs_edges(G, s, sort_neighbors=sorted, backend="blest")) == list(
+            nx.bfs_edges(G, s, sort_neighbors=sorted)
+        )
+        assert nx.descendants_at_distance(G, s, 2, backend="blest") == (
+            nx.descendants_at_distance(G, s, 2)
+        )
+        assert nx.harmonic_centrality(G, backend="blest") == nx.harmonic_centrality(G)
     assert isinstance(G.__networkx_cache__["backends"]["blest"][CACHE_KEY], BlestGraph)
     assert nx.utils.backends.backend_info["blest"]["package"] == "blest-bfs"
-    with pytest.raises(NotImplementedError):
-        list(nx.bfs_edges(G, s, sort_neighbors=sorted, backend="blest"))
+    with pytest.raises(NotImplementedError):  # an edge weight: blest declines, no fallback
+        nx.closeness_centrality(nx.les_miserables_graph(), distance="weight", backend="blest")

@@ -17,7 +17,7 @@ from typing import IO
 import numpy as np
 
 from blest.cli.common import Progress, is_config, say
-from blest.cli.graphs import check_sources_file, graph_flags, load
+from blest.cli.graphs import check_sources_file, given_graph_flags, graph_flags, load
 from blest.cli.outputs import check_levels_output, check_outputs_apart
 from blest.errors import ArgumentError
 from blest.tuning.files import atomic_write, write_error
@@ -46,13 +46,16 @@ def closeness_parser(sub: argparse._SubParsersAction) -> None:
         "-o",
         "--out",
         required=True,
-        help="scores: .npy (float64), .txt (one per line), .csv (vertex,score), - ",
+        help="scores: .csv (vertex,score rows, the input's own ids), .npy (float64) or .txt "
+        "(one per line) in the order of --sources, else in vertex order (with --relabel: the "
+        "ids that occur, in increasing order); - (text on standard output)",
     )
     c.add_argument("--harmonic", action="store_true", help="harmonic instead of closeness")
     c.add_argument(
         "--sources",
         metavar="FILE",
-        help="the vertices to score (ids separated by blanks or .npy; default all)",
+        help="the vertices to score: ids of the input as written, also with --relabel and on "
+        "a config tuned with --relabel (separated by blanks, or .npy; default all)",
     )
     c.add_argument(
         "--no-wf-improved",
@@ -141,7 +144,11 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     check_outputs_apart({"--out": args.out}, target=args.target, sources=args.sources)
     sources = _sources(args.sources)
     gpus = _gpus(args.gpus)
-    target = args.target if is_config(args.target) else load(args.target, args)
+    config = is_config(args.target)
+    if config and given_graph_flags(args):
+        flags = ", ".join(given_graph_flags(args))
+        raise ArgumentError(f"{flags} cannot be combined with a tuned config (it keeps its own)")
+    target = args.target if config else load(args.target, args)
     world = mpi_world()
     rank = 0 if world is None else world[1]
     line = Progress("blest closeness", enabled=rank == 0)
@@ -156,7 +163,11 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
         line.clear()
     if rank != 0:
         return 0
-    ids = np.arange(scores.size) if sources is None else sources
+    if sources is not None:
+        ids = sources
+    else:  # the input's own id of every vertex (a config's from its artifact)
+        ids = bc.graph_of(target).labels if config else target.labels
+        ids = np.arange(scores.size) if ids is None else ids
     name = "harmonic" if args.harmonic else "closeness"
     _write(args.out, scores, ids, name)
     if args.out != "-":

@@ -27,7 +27,7 @@ from blest.cli.common import (
     switching_constant,
     target_spec,
 )
-from blest.cli.graphs import GRAPH_HELP, given_graph_flags, graph_flags, load, user_to_graph_id
+from blest.cli.graphs import GRAPH_HELP, given_graph_flags, graph_flags, load
 from blest.cli.outputs import check_levels_output, check_outputs_apart, print_json, write_levels
 from blest.codegen.spec import VariantSpec, variants
 from blest.defaults import (
@@ -39,6 +39,7 @@ from blest.defaults import (
     SOURCE_SEED,
 )
 from blest.errors import ArgumentError, BlestError
+from blest.graph.labels import vertex_of
 
 EXAMPLES = """examples:
   blest demo                                   # the bundled road graph, end to end
@@ -180,24 +181,24 @@ def _ms(eng: Any) -> float:
     return float(eng.stats.traversal_ms)
 
 
-def _tuned_bfs(args: argparse.Namespace) -> tuple[np.ndarray, int, dict]:
-    from blest.reference import check_source
+def _tuned_bfs(args: argparse.Namespace) -> tuple[np.ndarray, Any, dict]:
+    """Levels, the graph (its labels name the vertices) and what ran, from a tuned config."""
     from blest.tuning.loader import load_tuned
 
     given = given_spec_flags(args) + given_graph_flags(args)
     given += [f"--{k}" for k in ("eta", "beta", "alpha") if getattr(args, k) is not None]
     if given:
         raise BlestError(f"{', '.join(given)} cannot be combined with a tuned config")
-    check_source(args.src, read_config(args.graph).graph.n)  # before any warning
+    read_config(args.graph)  # a bad config is named before any warning
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "no GPU: blest runs", RuntimeWarning)
         eng = load_tuned(args.graph)
     with eng:
-        levels = eng.bfs(args.src)
+        levels = eng.bfs(vertex_of(eng.graph, args.src))
         where = eng.device_name
         engine = f"no GPU: {where}" if where.startswith("CPU") else f"GPU {where}"
         info = {"engine": engine, "variant": eng.spec.name, "traversal_ms": _ms(eng)}
-        return levels, eng.n, info
+        return levels, eng.graph, info
 
 
 def _cmd_bfs(args: argparse.Namespace) -> int:
@@ -205,20 +206,19 @@ def _cmd_bfs(args: argparse.Namespace) -> int:
         raise ArgumentError("--json and --out - both write to standard output: choose one")
     check_levels_output(args.out)
     check_outputs_apart({"--out": args.out}, target=args.graph)
-    labels = None
     if is_config(args.graph):
-        levels, n, info = _tuned_bfs(args)
+        levels, graph, info = _tuned_bfs(args)
     else:
         graph = load(args.graph, args)
         eta = DEFAULT_ETA if args.eta is None else args.eta
         beta = DEFAULT_BETA if args.beta is None else args.beta
         alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
-        src = user_to_graph_id(graph, args.src)
+        src = vertex_of(graph, args.src)
         levels, info = _run_bfs(graph, src, spec_from(args), eta, beta, alpha)
-        n, labels = graph.n, graph.labels
+    n = graph.n
     reached, depth = int((levels >= 0).sum()), int(levels.max())
     if args.out:
-        write_levels(args.out, levels, labels)
+        write_levels(args.out, levels, graph.labels)
     summary = {"source": args.src, "vertices": n, "reached": reached, "depth": depth}
     summary.update(info, out=args.out)
     if args.json:
@@ -304,12 +304,18 @@ def _info_parser(sub: Any) -> None:
 def _bfs_parser(sub: Any) -> None:
     b = sub.add_parser("bfs", help="BFS levels from one source (a tuned config or a graph file)")
     b.add_argument("graph", metavar="CONFIG_OR_GRAPH", help=TARGET_HELP)
-    b.add_argument("src", type=int, help="source vertex (an id of the input, 0-based)")
+    b.add_argument(
+        "src",
+        type=int,
+        help="source vertex: an id of the input as written (Matrix Market: 0-based), also "
+        "with --relabel and on a config tuned with --relabel",
+    )
     b.add_argument(
         "--out",
         metavar="PATH",
-        help="write the levels (-1: unreachable): .npy (int32), .txt (one per line), .csv "
-        "(vertex,level with a header), - (text on standard output); default: not written",
+        help="write the levels (-1: unreachable): .csv (vertex,level rows, the input's own "
+        "ids), .npy (int32) or .txt (one per line) in vertex order (with --relabel: the ids "
+        "that occur, in increasing order), - (text on standard output); default: not written",
     )
     b.add_argument("--eta", type=float, help=f"graph files only (default {DEFAULT_ETA:g})")
     b.add_argument(

@@ -90,7 +90,8 @@ def _tune_and_write(args: argparse.Namespace, config: Path, base: Path, progress
     outcome.config.preparation.load_seconds = load_s
     if graph.labels is not None:
         outcome.config.notes.append(
-            "ids relabelled (--relabel): vertex i is the i-th smallest id of the input"
+            "ids relabelled (--relabel): vertex i is the i-th smallest id of the input; "
+            "commands take and write the input's own ids (the artifact keeps them)"
         )
 
     def waiting() -> None:

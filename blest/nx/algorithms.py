@@ -11,6 +11,7 @@ and raise, like NetworkX's, when first advanced.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,17 +40,16 @@ def _nx() -> Any:
 
 def _limit(depth: Any) -> int | None:
     """NetworkX's depth bound (``cutoff``, ``depth_limit``) as the last level to compute:
-    its loops run while ``level < depth``, so ceil(depth), at least 0; None for unbounded."""
+    its loops run while ``level < depth``, so ceil(depth), at least 0 (also for NaN, which no
+    level is below); None for unbounded."""
     if depth is None:
         return None
-    if isinstance(depth, float) and math.isinf(depth):
-        return None if depth > 0 else 0
+    if isinstance(depth, float):
+        if math.isnan(depth):
+            return 0
+        if math.isinf(depth):
+            return None if depth > 0 else 0
     return max(0, math.ceil(depth))
-
-
-def _no_sort(sort_neighbors: Any) -> None:
-    if sort_neighbors is not None:
-        raise NotImplementedError("the blest backend does not support sort_neighbors")
 
 
 def _missing(bg: BlestGraph, node: Any) -> Exception:
@@ -58,14 +58,39 @@ def _missing(bg: BlestGraph, node: Any) -> Exception:
 
 
 def _layers(
-    bg: BlestGraph, first: list[int], limit: int | None, device: Any, reverse: bool = False
+    bg: BlestGraph,
+    first: list[int],
+    limit: int | None,
+    device: Any,
+    reverse: bool = False,
+    sort_neighbors: Any = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """NetworkX's BFS layers and parents from the vertices ``first`` (in NetworkX's order)."""
+    """NetworkX's BFS layers and parents from the vertices ``first`` (in NetworkX's order);
+    ``sort_neighbors`` orders each vertex's neighbours as NetworkX's ``bfs_edges`` does."""
     backwards = reverse and bg.directed
     graph = bg.reversed_graph if backwards else bg.graph
     levels = _bfs(graph, first, depth_limit=limit, device=device)
     ptr, idx = bg.pred if backwards else bg.succ
+    if sort_neighbors is not None:
+        ptr, idx = _sorted_adjacency(bg, ptr, idx, levels, sort_neighbors)
     return nx_bfs_order(levels, np.asarray(first, dtype=np.int64), ptr, idx)
+
+
+def _sorted_adjacency(
+    bg: BlestGraph, ptr: np.ndarray, idx: np.ndarray, levels: np.ndarray, sort_neighbors: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """The adjacency with each reached vertex's neighbours in ``sort_neighbors`` order (called,
+    as NetworkX calls it, with an iterator over the neighbours' labels)."""
+    nodes, index = bg.nodes, bg.index
+    rows = [idx[ptr[u] : ptr[u + 1]] for u in range(len(nodes))]
+    for u in np.flatnonzero(levels >= 0).tolist():
+        labels = [nodes[v] for v in rows[u].tolist()]
+        rows[u] = np.array([index[w] for w in sort_neighbors(iter(labels))], dtype=np.int32)
+    degree = np.fromiter((r.size for r in rows), dtype=np.int64, count=len(rows))
+    out_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(degree, out=out_ptr[1:])
+    out_idx = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int32)
+    return out_ptr, out_idx.astype(np.int32, copy=False)
 
 
 def single_source_shortest_path_length(
@@ -83,7 +108,7 @@ def single_source_shortest_path_length(
 
 
 def _edges(
-    G: Any, source: Any, reverse: bool, depth_limit: Any, device: Any
+    G: Any, source: Any, reverse: bool, depth_limit: Any, device: Any, sort_neighbors: Any = None
 ) -> Iterator[tuple[Any, Any]]:
     bg = as_blest(G)
     if source not in bg:
@@ -91,7 +116,7 @@ def _edges(
     limit = _limit(depth_limit)
     if limit == 0:
         return
-    layers, parents = _layers(bg, [bg.index[source]], limit, device, reverse)
+    layers, parents = _layers(bg, [bg.index[source]], limit, device, reverse, sort_neighbors)
     nodes = bg.nodes
     tails = np.concatenate(parents[1:] or [np.zeros(0, np.int64)]).tolist()
     heads = np.concatenate(layers[1:] or [np.zeros(0, np.int64)]).tolist()
@@ -108,8 +133,7 @@ def bfs_edges(
     device: Any = None,
 ) -> Iterator[tuple[Any, Any]]:
     """The edges of NetworkX's BFS tree from ``source``, in NetworkX's order."""
-    _no_sort(sort_neighbors)
-    return _edges(G, source, reverse, depth_limit, device)
+    return _edges(G, source, reverse, depth_limit, device, sort_neighbors)
 
 
 def bfs_tree(
@@ -122,10 +146,9 @@ def bfs_tree(
     device: Any = None,
 ) -> Any:
     """NetworkX's BFS tree from ``source`` (a ``DiGraph``)."""
-    _no_sort(sort_neighbors)
     tree = _nx().DiGraph()
     tree.add_node(source)
-    tree.add_edges_from(_edges(G, source, reverse, depth_limit, device))
+    tree.add_edges_from(_edges(G, source, reverse, depth_limit, device, sort_neighbors))
     return tree
 
 
@@ -133,21 +156,21 @@ def bfs_predecessors(
     G: Any, source: Any, depth_limit: Any = None, sort_neighbors: Any = None, *, device: Any = None
 ) -> Iterator[tuple[Any, Any]]:
     """``(node, predecessor)`` pairs of NetworkX's BFS from ``source``, in its order."""
-    _no_sort(sort_neighbors)
-    return ((t, s) for s, t in _edges(G, source, False, depth_limit, device))
+    return ((t, s) for s, t in _edges(G, source, False, depth_limit, device, sort_neighbors))
 
 
 def bfs_successors(
     G: Any, source: Any, depth_limit: Any = None, sort_neighbors: Any = None, *, device: Any = None
 ) -> Iterator[tuple[Any, list]]:
     """``(node, successors)`` pairs of NetworkX's BFS from ``source``, in its order."""
-    _no_sort(sort_neighbors)
-    return _successors(G, source, depth_limit, device)
+    return _successors(G, source, depth_limit, device, sort_neighbors)
 
 
-def _successors(G: Any, source: Any, depth_limit: Any, device: Any) -> Iterator[tuple[Any, list]]:
+def _successors(
+    G: Any, source: Any, depth_limit: Any, device: Any, sort_neighbors: Any
+) -> Iterator[tuple[Any, list]]:
     parent, children = source, []  # grouped exactly as NetworkX groups them
-    for p, c in _edges(G, source, False, depth_limit, device):
+    for p, c in _edges(G, source, False, depth_limit, device, sort_neighbors):
         if p == parent:
             children.append(c)
             continue
@@ -174,16 +197,34 @@ def bfs_layers(G: Any, sources: Any, *, device: Any = None) -> Iterator[list]:
 
 
 def descendants_at_distance(G: Any, source: Any, distance: Any, *, device: Any = None) -> set:
-    """The nodes at exactly ``distance`` from ``source``."""
+    """The nodes at exactly ``distance`` from ``source``: NetworkX returns the BFS layer i
+    with ``i == distance``, so any number equal to a whole i >= 0 (2.0, True) selects layer
+    i, and anything else (NaN, 1.5, -1, a string) none."""
     bg = as_blest(G)
     if source not in bg:
         raise _nx().NetworkXError(f"The node {source} is not in the graph.")
-    try:
-        whole = float(distance).is_integer() and distance >= 0
-    except (TypeError, ValueError, OverflowError):
-        whole = False
-    if not whole or distance > len(bg):
+    layer = _layer_number(distance)
+    if layer is None or layer >= len(bg):
         return set()
-    levels = _bfs(bg.graph, bg.index[source], depth_limit=int(distance), device=device)
+    levels = _bfs(bg.graph, bg.index[source], depth_limit=layer, device=device)
     nodes = bg.nodes
-    return {nodes[i] for i in np.flatnonzero(levels == distance).tolist()}
+    return {nodes[i] for i in np.flatnonzero(levels == layer).tolist()}
+
+
+def _layer_number(distance: Any) -> int | None:
+    """The whole i >= 0 with ``i == distance``, or None."""
+    if not isinstance(distance, numbers.Number):
+        return None
+    try:
+        real = complex(distance)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if real.imag != 0 or not math.isfinite(real.real) or real.real < 0:
+        return None
+    if not real.real.is_integer():
+        return None
+    i = int(real.real)
+    try:
+        return i if bool(i == distance) else None
+    except (TypeError, ValueError):
+        return None

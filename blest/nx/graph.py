@@ -65,6 +65,29 @@ class BlestGraph:
         except TypeError:
             return False
 
+    def nbunch_iter(self, nbunch: Any = None) -> list:
+        """NetworkX's ``G.nbunch_iter``, as a list: every node (None), one node, or the nodes
+        of an iterable that are in the graph, in its order; ``NetworkXError`` as NetworkX's."""
+        import networkx as nx
+
+        if nbunch is None:
+            return list(self.nodes)
+        if nbunch in self:
+            return [nbunch]
+        try:
+            items = iter(nbunch)
+        except TypeError:
+            raise nx.NetworkXError(f"Node {nbunch} is not in the graph.") from None
+        out = []
+        for v in items:
+            try:
+                if v in self.index:
+                    out.append(v)
+            except TypeError:
+                message = f"Node {v} in sequence nbunch is not a valid node."
+                raise nx.NetworkXError(message) from None
+        return out
+
     @property
     def pred(self) -> tuple[np.ndarray, np.ndarray]:
         """In-neighbours in NetworkX's order (``G.pred``), read from the NetworkX graph at the

@@ -19,21 +19,21 @@ _DEVICE = (
 #: The NetworkX functions the backend implements, each with a note for NetworkX's docs.
 FUNCTIONS: dict[str, str] = {
     "closeness_centrality": (
-        "Exact, from blest's multi-source BFS (kappa BFSs per kernel batch); unweighted only "
-        "(distance is not supported)."
+        "Equal to NetworkX's (exact integer sums of distances from blest's multi-source BFS, "
+        "kappa BFSs per kernel batch); unweighted only (distance is not supported)."
     ),
     "harmonic_centrality": (
-        "Exact, from the same traversals; unweighted, with paths from every node (distance and "
-        "sources are not supported)."
+        "Equal to NetworkX's, bit for bit: distances from blest's multi-source BFS, the "
+        "reciprocals added in NetworkX's order; unweighted only (distance is not supported)."
     ),
     "single_source_shortest_path_length": (
         "Levels from blest's BFS; the dict lists nodes by distance (within one distance the "
         "order may differ from NetworkX's)."
     ),
-    "bfs_edges": "NetworkX's edges, in NetworkX's order (sort_neighbors is not supported).",
-    "bfs_tree": "The same tree as NetworkX (sort_neighbors is not supported).",
-    "bfs_predecessors": "NetworkX's pairs, in NetworkX's order (sort_neighbors: not supported).",
-    "bfs_successors": "NetworkX's pairs, in NetworkX's order (sort_neighbors: not supported).",
+    "bfs_edges": "NetworkX's edges, in NetworkX's order (sort_neighbors included).",
+    "bfs_tree": "The same tree as NetworkX (sort_neighbors included).",
+    "bfs_predecessors": "NetworkX's pairs, in NetworkX's order (sort_neighbors included).",
+    "bfs_successors": "NetworkX's pairs, in NetworkX's order (sort_neighbors included).",
     "bfs_layers": "NetworkX's layers, each in NetworkX's order.",
     "descendants_at_distance": "The nodes at that distance, from blest's BFS levels.",
 }

@@ -13,10 +13,15 @@ import inspect
 from typing import Any
 
 from blest.nx import algorithms, centrality
+from blest.nx.centrality import no_edge_has
 from blest.nx.graph import BlestGraph, convert_from_nx, convert_to_nx
 from blest.nx.info import FUNCTIONS
 
 __all__ = ["BackendInterface", "can_run", "should_run"]
+
+#: The functions whose ``distance`` argument names an edge weight (elsewhere, as in
+#: ``descendants_at_distance``, it is a number of hops, which blest supports).
+WEIGHTED = frozenset({"closeness_centrality", "harmonic_centrality"})
 
 #: Graphs smaller than this many edges run faster in NetworkX itself than through a first
 #: conversion (converting reads every edge in Python once: on a 300 x 300 grid about twice as
@@ -38,12 +43,9 @@ def can_run(name: str, args: tuple, kwargs: dict) -> bool | str:
     if name not in FUNCTIONS:
         return f"blest does not implement {name}"
     bound = _bound(name, args, kwargs)
-    if bound.get("sort_neighbors") is not None:
-        return "blest does not support sort_neighbors"
-    if bound.get("distance") is not None:
-        return "blest computes unweighted distances only (distance is not supported)"
-    if name == "harmonic_centrality" and bound.get("sources") is not None:
-        return "blest's harmonic centrality takes paths from every node (sources not supported)"
+    weight = bound.get("distance")
+    if name in WEIGHTED and weight is not None and not no_edge_has(bound.get("G"), weight):
+        return "blest computes unweighted distances only (distance, a weight, is not supported)"
     return True
 
 

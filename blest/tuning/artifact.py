@@ -10,7 +10,10 @@ A ``.npz`` (zip of ``.npy`` members, written atomically, byte-for-byte reproduci
 * the permutation: ``new_of_old_delta``, ``old_of_new_delta`` (int32 differences);
 * the reordered graph's in-adjacency (``in_deg``, ``in_idx``), read by the bottom-up step;
 * the BVSS at the chosen sigma: ``sigma``, ``nnz``, ``real_slices``, ``row_ids``, ``masks``,
-  ``real_counts`` (VSSs per slice set), ``virtual_to_real``.
+  ``real_counts`` (VSSs per slice set), ``virtual_to_real``;
+* ``labels`` (int64 or str), only for a graph with labels (read with ``--relabel``): the
+  user's id of every vertex, so that a config takes and reports the input's own ids. An
+  artifact without it is a graph without labels.
 
 Per-vertex arrays are stored as degrees and differences and deflated, so that isolated vertices
 and sparse ids cost next to nothing; the arrays that grow with the arcs are stored uncompressed,
@@ -42,6 +45,7 @@ from blest.graph.bvss import BVSS
 from blest.graph.core import CleaningReport, Graph
 from blest.graph.io.limits import memory_limit
 from blest.graph.io.zipnpy import NpzMembers
+from blest.graph.labels import storable_labels
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
 from blest.tuning.artifact_checks import check_structure
@@ -105,6 +109,8 @@ def _members(prep: Prepared) -> list[tuple[str, np.ndarray, bool]]:
         ("real_counts", deg(b.real_ptrs), True),
         ("virtual_to_real", np.asarray(b.virtual_to_real, dtype=np.int32), True),
     ]
+    if g.labels is not None:
+        out.append(("labels", storable_labels(g.labels), True))
     return out
 
 
@@ -232,6 +238,18 @@ def _decode(arrays: dict[str, np.ndarray], version: int, directed: bool) -> dict
     return out
 
 
+def _labels(arrays: dict[str, np.ndarray], n: int) -> np.ndarray | None:
+    """The optional ``labels`` member: n distinct int64 or str ids."""
+    labels = arrays.get("labels")
+    if labels is None:
+        return None
+    if labels.shape != (n,) or not (labels.dtype == np.int64 or labels.dtype.kind == "U"):
+        raise ConfigError(f"labels must be {n} int64 or str ids, got {labels.dtype} {labels.shape}")
+    if np.unique(labels).size != n:
+        raise ConfigError("labels name some vertex twice")
+    return labels
+
+
 def _prepared(
     arrays: dict[str, np.ndarray], a: dict[str, np.ndarray], n: int, directed: bool, source: Any
 ) -> Prepared:
@@ -243,6 +261,7 @@ def _prepared(
         directed=directed,
         in_ptr=a["graph_in_ptr"] if directed else None,
         in_idx=a["graph_in_idx"] if directed else None,
+        labels=_labels(arrays, n),
         report=CleaningReport(source=source, format="blest-prepared"),
     )
     ordering = str(_scalar(arrays, "ordering"))

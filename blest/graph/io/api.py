@@ -56,7 +56,9 @@ def load_graph(
           targets; ``(2, 2)`` is read this way) or ``(E, 2)`` (one arc per row): NumPy, CuPy
           (copied to the host) or any array with ``__dlpack__``. Floats that are whole
           numbers are accepted.
-        - A pandas DataFrame: its ``source`` / ``target`` columns, else its first two.
+        - A pandas DataFrame: its ``source`` / ``target`` columns, else its first two; ids
+          that are not all integers (names) are always relabelled, sorted, with
+          ``graph.labels`` holding them.
         - A :class:`Graph`: returned as it is, unless ``directed`` or ``relabel`` asks for
           a change.
     directed : bool, optional

@@ -8,9 +8,11 @@ two columns.
 
 Ids are 0-based and kept as written (``n = max id + 1``); the graph is directed unless
 ``directed=False``. Ids must be non-negative integers: integer dtypes, or floats that are all
-whole numbers (NaN and infinities refused). CuPy arrays (duck-typed: ``.get()`` and
-``__cuda_array_interface__``) are copied to the host; other DLPack arrays are read with
-``numpy.from_dlpack``. Neither CuPy nor pandas is imported here.
+whole numbers (NaN and infinities refused). A DataFrame whose ids are not all integers (names)
+is always relabelled: vertex i is the i-th id in sorted order (in order of first appearance
+when the ids cannot be ordered), and ``graph.labels`` holds the ids. CuPy arrays (duck-typed:
+``.get()`` and ``__cuda_array_interface__``) are copied to the host; other DLPack arrays are
+read with ``numpy.from_dlpack``. Neither CuPy nor pandas is imported here.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import numpy as np
 
 from blest.errors import GraphFormatError, GraphLimitError
 from blest.graph.core import Graph
-from blest.graph.io.build import Options, build_from_ids
+from blest.graph.io.build import Options, build, build_from_ids
+from blest.graph.io.limits import check_graph_size
+from blest.graph.labels import factorize
 
 __all__ = ["from_array", "from_dataframe", "host_array", "is_dataframe"]
 
@@ -78,23 +82,47 @@ def from_dataframe(frame: Any, opts: Options) -> Graph:
             f"a DataFrame of edges needs two columns (source, target); it has {len(names)}"
         )
     where = f"DataFrame columns {pair[0].name!r}, {pair[1].name!r}"
-    src, dst = (vertex_ids(_column_values(c, where), where, str(c.name)) for c in pair)
+    values = [_column_values(c, where) for c in pair]
+    if any(v.dtype.kind in "OUS" for v in values):
+        return _named(values, opts, where)
+    src, dst = (vertex_ids(v, where, str(c.name)) for v, c in zip(values, pair, strict=True))
     return build_from_ids(src, dst, opts, where=where, format="dataframe")
 
 
 def _column_values(column: Any, where: str) -> np.ndarray:
-    """A column as a NumPy array; nullable or object columns must hold integers only."""
+    """A column as a NumPy array: integers where an object column holds only integers."""
     if bool(column.isna().any()):
         raise GraphFormatError(f"{where}: column {column.name!r} has missing values (NaN / NA)")
     values = np.asarray(column.to_numpy())
     if values.dtype.kind == "O":
         try:
             values = np.asarray(column.to_numpy(dtype=np.int64))
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise GraphFormatError(
-                f"{where}: column {column.name!r} does not hold integer ids ({exc})"
-            ) from exc
+        except (TypeError, ValueError, OverflowError):
+            pass  # names: relabelled by _named
     return values
+
+
+def _named(values: list[np.ndarray], opts: Options, where: str) -> Graph:
+    """A graph from ids that are not all integers (see the module docstring)."""
+    src, dst = values
+    try:
+        codes, labels = factorize(np.concatenate([src.astype(object), dst.astype(object)]))
+    except TypeError as exc:  # an unhashable id
+        raise GraphFormatError(f"{where}: ids must be hashable ({exc})") from None
+    want = opts.want_directed(True)
+    size = {"where": where, "max_bytes": opts.max_bytes, "sparse_ids": False}
+    check_graph_size(labels.size, src.size, directed=want, **size)
+    return build(
+        codes[: src.size],
+        codes[src.size :],
+        labels.size,
+        directed=want,
+        relabel=False,
+        labels=labels,
+        source=where,
+        format="dataframe",
+        symmetrized=not want,
+    )
 
 
 def vertex_ids(values: Any, where: str, what: str) -> np.ndarray:
