@@ -189,7 +189,7 @@ def _bounds(scalars: dict[str, np.ndarray]) -> dict[str, int]:
     per_vertex = ("graph_out_deg", "graph_in_deg", "in_deg") + tuple(
         f"{k}_delta" for k in _PERMUTATIONS
     )
-    out = dict.fromkeys(per_vertex + _PERMUTATIONS, n)
+    out = dict.fromkeys(per_vertex + _PERMUTATIONS + ("labels",), n)
     out.update(dict.fromkeys(_POINTERS.values(), n + 1))
     out.update(dict.fromkeys(("graph_out_idx", "graph_in_idx", "in_idx"), nnz))
     out.update(real_counts=sets, real_ptrs=sets, virtual_to_real=vss)
