@@ -41,6 +41,7 @@ from blest.defaults import DEFAULT_SIGMA
 from blest.errors import ArgumentError
 from blest.graph.core import Graph
 from blest.graph.io import load_graph
+from blest.reference.paths import bfs_paths
 from blest.reference.scipy_bfs import ScipyBFS, check_seeds
 from blest.reference.validate import validate_bfs
 from blest.runtime.factory import resolve_device
@@ -61,6 +62,7 @@ def bfs(
     directed: bool | None = None,
     device: int | str | None = None,
     depth_limit: int | None = None,
+    paths: bool = False,
 ) -> Any:
     """Breadth-first search of ``graph`` from ``source``.
 
@@ -79,6 +81,10 @@ def bfs(
         Where to run (see the module docstring).
     depth_limit : int, optional
         Stop after level ``depth_limit`` (vertices further away report -1).
+    paths : bool
+        Also return the number of shortest paths from the seeds to every vertex (each seed
+        counts 1): int64, or float64 with a RuntimeWarning when a count passes int64
+        (:mod:`blest.reference.paths`). Counted on the CPU.
 
     Returns
     -------
@@ -88,6 +94,8 @@ def bfs(
         With ``parents=True``: ``parents[v]`` is a vertex one level above v with an arc to v,
         -1 for the seeds and unreached vertices (any valid BFS parent; which one may differ
         between devices).
+    (levels, counts) or (levels, parents, counts)
+        With ``paths=True``: the counts come last (0 for unreached vertices).
 
     Examples
     --------
@@ -101,6 +109,11 @@ def bfs(
     array([[0, 1, 2],
            [1, 2, 1],
            [2, 1, 0]], dtype=int32)
+    >>> levels, counts = blest.bfs(g, 0, paths=True, device="cpu")
+    >>> counts.reshape(3, 3)
+    array([[1, 1, 1],
+           [1, 2, 3],
+           [1, 3, 6]])
     """
     if depth_limit is not None:
         depth_limit = _check_depth_limit(depth_limit)
@@ -110,6 +123,10 @@ def bfs(
         where = resolve_device(device)
         runner, keep = _runner(g, where)
         try:
+            if paths and isinstance(runner, ScipyBFS):
+                return bfs_paths(g, seeds, depth_limit=depth_limit, parents=bool(parents))
+            if paths:
+                return runner.bfs_paths(seeds, depth_limit=depth_limit, parents=bool(parents))
             if isinstance(runner, ScipyBFS):
                 levels, par = runner.run(seeds, depth_limit=depth_limit, parents=parents)
                 return (levels, par) if parents else levels
