@@ -22,6 +22,7 @@ yields the same bits.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 
 import numpy as np
@@ -39,16 +40,19 @@ __all__ = [
 Piece = tuple[int, int, np.ndarray]
 
 
-def _check_range(start: int, stop: int) -> None:
+def _check_range(start: int, stop: int) -> tuple[int, int]:
+    start, stop = operator.index(start), operator.index(stop)
     if not 0 <= start <= stop:
         raise ValueError(f"need 0 <= start <= stop, got [{start}, {stop})")
+    return start, stop
 
 
 def aligned_blocks(start: int, stop: int, width: int) -> list[tuple[int, int]]:
     """The blocks a range ``[start, stop)`` runs in, left to right: ``(j, i)`` keys of aligned
     dyadic intervals of at most ``width`` (a power of two) positions, each as long as its
     alignment and the range allow."""
-    _check_range(start, stop)
+    start, stop = _check_range(start, stop)
+    width = operator.index(width)
     if width < 1 or width & (width - 1):
         raise ValueError(f"width must be a power of two, got {width}")
     blocks = []
@@ -66,7 +70,7 @@ def aligned_blocks(start: int, stop: int, width: int) -> list[tuple[int, int]]:
 def canonical_pieces(start: int, stop: int) -> list[tuple[int, int]]:
     """Keys ``(j, i)`` of the maximal aligned dyadic intervals inside ``[start, stop)``, left to
     right: the pieces a range ends with, whatever its batches were."""
-    _check_range(start, stop)
+    start, stop = _check_range(start, stop)
     width = 1 << max(0, stop.bit_length())
     return aligned_blocks(start, stop, width)
 
@@ -102,6 +106,7 @@ class TreeStack:
         return list(self._stack)
 
     def push(self, j: int, i: int, vector: np.ndarray) -> None:
+        j, i = operator.index(j), operator.index(i)
         lo = i << j
         if lo != self.stop:
             raise ValueError(f"piece ({j}, {i}) starts at {lo}, expected {self.stop}")
