@@ -1,7 +1,8 @@
 """blest: breadth-first search compiled into tensor-core kernels for NVIDIA GPUs.
 
 One call: :func:`bfs` (levels, parents, one source or several seeds; GPU when there is one,
-else SciPy on the CPU) and :func:`validate` (the Graph500 checks of a result).
+else SciPy on the CPU) and :func:`validate` (the Graph500 checks of a result); many BFSs:
+:func:`closeness`, :func:`harmonic`, :func:`betweenness` and :func:`edge_betweenness`.
 
 The pipeline: :func:`load_graph` → :class:`Graph` (out_csr / in_csr) → a :class:`Prepared` graph
 (vertex ordering, BVSS arrays) → a generated, NVRTC-compiled kernel variant (:mod:`blest.codegen`)

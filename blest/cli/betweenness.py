@@ -56,7 +56,12 @@ def betweenness_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "-k", type=positive_int, default=None, help="sample k sources (default: every vertex)"
     )
-    c.add_argument("--seed", type=int, default=None, help="seed of the sampling (with -k)")
+    c.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the sampling (with -k; default: a fresh one)",
+    )
     c.add_argument(
         "--no-normalized",
         dest="normalized",

@@ -8,6 +8,11 @@ computes :class:`~blest.reference.centrality.SourceSums` for its positions, and
 Every position is computed by exactly one rank, so the float sums are exact (``x + 0.0 == x``)
 and the result is bit-identical to a single-process run, whatever the order of the reduction.
 
+Betweenness centrality adds float vectors, whose sums depend on their order: there every rank
+takes one contiguous range of source positions (:func:`contiguous_ranges`), and
+:func:`reduce_tree` rebuilds the fixed binary tree over the positions from every rank's pieces
+(:mod:`blest.reference.treesum`), so the result is bit-identical for any number of ranks.
+
 Two ways to get ranks:
 
 * MPI, one process per GPU over one or more hosts::
