@@ -1,7 +1,8 @@
 """blest: breadth-first search compiled into tensor-core kernels for NVIDIA GPUs.
 
 One call: :func:`bfs` (levels, parents, one source or several seeds; GPU when there is one,
-else SciPy on the CPU) and :func:`validate` (the Graph500 checks of a result).
+else SciPy on the CPU) and :func:`validate` (the Graph500 checks of a result); many BFSs:
+:func:`closeness`, :func:`harmonic`, :func:`betweenness` and :func:`edge_betweenness`.
 
 The pipeline: :func:`load_graph` → :class:`Graph` (out_csr / in_csr) → a :class:`Prepared` graph
 (vertex ordering, BVSS arrays) → a generated, NVRTC-compiled kernel variant (:mod:`blest.codegen`)
@@ -46,10 +47,12 @@ __all__ = [
     "VariantSpec",
     "VertexError",
     "__version__",
+    "betweenness",
     "bfs",
     "bfs_many",
     "build_bvss",
     "closeness",
+    "edge_betweenness",
     "harmonic",
     "load_graph",
     "load_tuned",
@@ -66,10 +69,12 @@ _LAZY = {
     "Graph": ("blest.graph.core", "Graph"),
     "Prepared": ("blest.graph.prepared", "Prepared"),
     "VariantSpec": ("blest.codegen.spec", "VariantSpec"),
+    "betweenness": ("blest.brandes", "betweenness"),
     "bfs": ("blest.api", "bfs"),
     "bfs_many": ("blest.centrality", "bfs_many"),
     "build_bvss": ("blest.graph.bvss", "build_bvss"),
     "closeness": ("blest.centrality", "closeness"),
+    "edge_betweenness": ("blest.brandes", "edge_betweenness"),
     "harmonic": ("blest.centrality", "harmonic"),
     "load_graph": ("blest.graph.io", "load_graph"),
     "load_tuned": ("blest.tuning.loader", "load_tuned"),
@@ -84,6 +89,7 @@ _LAZY = {
 _SUBMODULES = frozenset(
     (
         "api",
+        "brandes",
         "centrality",
         "cli",
         "codegen",

@@ -50,6 +50,7 @@ from blest.errors import ArgumentError, ValidationError, VertexError
 from blest.graph.core import Graph
 from blest.graph.io import load_graph
 from blest.graph.labels import ids_to_vertices, parents_as_ids, seeds_of, user_ids
+from blest.reference.paths import bfs_paths
 from blest.reference.scipy_bfs import ScipyBFS
 from blest.reference.validate import validate_bfs
 from blest.runtime.factory import resolve_device
@@ -70,6 +71,7 @@ def bfs(
     directed: bool | None = None,
     device: int | str | None = None,
     depth_limit: int | None = None,
+    paths: bool = False,
 ) -> Any:
     """Breadth-first search of ``graph`` from ``source``.
 
@@ -90,6 +92,10 @@ def bfs(
         Where to run (see the module docstring).
     depth_limit : int, optional
         Stop after level ``depth_limit`` (vertices further away report -1).
+    paths : bool
+        Also return the number of shortest paths from the seeds to every vertex (each seed
+        counts 1): int64, or float64 with a RuntimeWarning when a count passes int64
+        (:mod:`blest.reference.paths`). Counted on the CPU.
 
     Returns
     -------
@@ -101,6 +107,9 @@ def bfs(
         graph without labels: int32, -1 for the seeds and unreached vertices; with integer
         labels that are all >= 0 (relabelled files): int64 labels, -1 for none; with other
         labels: an object array of labels, None for none.
+    (levels, counts) or (levels, parents, counts)
+        With ``paths=True``: the number of shortest paths from the seeds to every vertex
+        come last (0 for unreached vertices; int64, or float64 past int64 with a warning).
 
     Examples
     --------
@@ -114,6 +123,11 @@ def bfs(
     array([[0, 1, 2],
            [1, 2, 1],
            [2, 1, 0]], dtype=int32)
+    >>> levels, counts = blest.bfs(g, 0, paths=True, device="cpu")
+    >>> counts.reshape(3, 3)
+    array([[1, 1, 1],
+           [1, 2, 3],
+           [1, 3, 6]])
     """
     if depth_limit is not None:
         depth_limit = _check_depth_limit(depth_limit)
@@ -123,6 +137,10 @@ def bfs(
         where = resolve_device(device)
         runner, keep = _runner(g, where)
         try:
+            if paths and isinstance(runner, ScipyBFS):
+                return bfs_paths(g, seeds, depth_limit=depth_limit, parents=bool(parents))
+            if paths:
+                return runner.bfs_paths(seeds, depth_limit=depth_limit, parents=bool(parents))
             if isinstance(runner, ScipyBFS):
                 levels, par = runner.run(seeds, depth_limit=depth_limit, parents=parents)
             else:

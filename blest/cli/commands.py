@@ -353,6 +353,7 @@ def _demo_parser(sub: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from blest.cli.bench import bench_parser
+    from blest.cli.betweenness import betweenness_parser
     from blest.cli.closeness import closeness_parser
 
     p = Parser(
@@ -380,6 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_cmd_variants)
     bench_parser(sub)
     closeness_parser(sub)
+    betweenness_parser(sub)
     for command in sub.choices.values():  # --debug also after the command's name
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help=argparse.SUPPRESS)  # fmt: skip

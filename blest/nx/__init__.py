@@ -35,6 +35,8 @@ _LAZY = {
     **dict.fromkeys(FUNCTIONS, "blest.nx.algorithms"),
     "closeness_centrality": "blest.nx.centrality",
     "harmonic_centrality": "blest.nx.centrality",
+    "betweenness_centrality": "blest.nx.betweenness",
+    "edge_betweenness_centrality": "blest.nx.betweenness",
 }
 
 

@@ -26,6 +26,13 @@ FUNCTIONS: dict[str, str] = {
         "Equal to NetworkX's, bit for bit: distances from blest's multi-source BFS, the "
         "reciprocals added in NetworkX's order; unweighted only (distance is not supported)."
     ),
+    "betweenness_centrality": (
+        "Brandes' algorithm on blest's BFS, NetworkX's scaling; with k, the same sampled "
+        "sources as NetworkX for the same seed; unweighted only (weight is not supported)."
+    ),
+    "edge_betweenness_centrality": (
+        "From the same traversals as betweenness_centrality; unweighted, not for multigraphs."
+    ),
     "single_source_shortest_path_length": (
         "Levels from blest's BFS; the dict lists nodes by distance (within one distance the "
         "order may differ from NetworkX's)."

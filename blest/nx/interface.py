@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from blest.nx import algorithms, centrality
+from blest.nx import algorithms, betweenness, centrality
 from blest.nx.centrality import no_edge_has
 from blest.nx.graph import BlestGraph, convert_from_nx, convert_to_nx
 from blest.nx.info import FUNCTIONS
@@ -31,7 +31,7 @@ SHOULD_RUN_MIN_EDGES = 50_000
 
 def _bound(name: str, args: tuple, kwargs: dict) -> dict[str, Any]:
     try:
-        module = centrality if hasattr(centrality, name) else algorithms
+        module = next((m for m in (centrality, betweenness) if hasattr(m, name)), algorithms)
         sig = inspect.signature(getattr(module, name))
         return dict(sig.bind_partial(*args, **kwargs).arguments)
     except (AttributeError, TypeError):
@@ -46,6 +46,11 @@ def can_run(name: str, args: tuple, kwargs: dict) -> bool | str:
     weight = bound.get("distance")
     if name in WEIGHTED and weight is not None and not no_edge_has(bound.get("G"), weight):
         return "blest computes unweighted distances only (distance, a weight, is not supported)"
+    if bound.get("weight") is not None:
+        return "blest computes unweighted betweenness only (weight is not supported)"
+    graph = bound.get("G")
+    if name == "edge_betweenness_centrality" and getattr(graph, "is_multigraph", bool)():
+        return "blest's edge betweenness does not take multigraphs"
     return True
 
 
@@ -73,6 +78,8 @@ class BackendInterface:
     should_run = staticmethod(should_run)
     closeness_centrality = staticmethod(centrality.closeness_centrality)
     harmonic_centrality = staticmethod(centrality.harmonic_centrality)
+    betweenness_centrality = staticmethod(betweenness.betweenness_centrality)
+    edge_betweenness_centrality = staticmethod(betweenness.edge_betweenness_centrality)
     single_source_shortest_path_length = staticmethod(algorithms.single_source_shortest_path_length)
     bfs_edges = staticmethod(algorithms.bfs_edges)
     bfs_tree = staticmethod(algorithms.bfs_tree)

@@ -45,16 +45,26 @@ class CPUEngine(HostEngine):
         self._scipy = ScipyBFS(self.graph)
 
     def bfs(
-        self, src: Any, *, out: Any = None, depth_limit: int | None = None, parents: bool = False
+        self,
+        src: Any,
+        *,
+        out: Any = None,
+        depth_limit: int | None = None,
+        parents: bool = False,
+        paths: bool = False,
     ) -> Any:
         """BFS levels from ``src`` (a user id, or a sequence of seeds all at level 0): int32,
         -1 for unreachable vertices; with ``parents=True``, ``(levels, parents)`` (int32, -1
         for the seeds and unreached vertices; SciPy's BFS tree).
 
         ``out`` may be an int32 NumPy array of length n, filled with the levels and returned.
+        ``paths=True`` adds the number of shortest paths to every vertex, last:
+        :meth:`bfs_paths`.
         """
         self._check_open()
         self._check_out(out)
+        if paths:  # with the number of shortest paths: HostEngine.bfs_paths
+            return self.bfs_paths(src, out=out, depth_limit=depth_limit, parents=parents)
         user, internal = self._seeds(src)
         limit = arguments.depth_limit(depth_limit)
         t0 = time.perf_counter()

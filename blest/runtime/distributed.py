@@ -8,6 +8,11 @@ computes :class:`~blest.reference.centrality.SourceSums` for its positions, and
 Every position is computed by exactly one rank, so the float sums are exact (``x + 0.0 == x``)
 and the result is bit-identical to a single-process run, whatever the order of the reduction.
 
+Betweenness centrality adds float vectors, whose sums depend on their order: there every rank
+takes one contiguous range of source positions (:func:`contiguous_ranges`), and
+:func:`reduce_tree` rebuilds the fixed binary tree over the positions from every rank's pieces
+(:mod:`blest.reference.treesum`), so the result is bit-identical for any number of ranks.
+
 Two ways to get ranks:
 
 * MPI, one process per GPU over one or more hosts::
@@ -42,6 +47,7 @@ import numpy as np
 
 from blest.graph.core import Graph
 from blest.reference.centrality import SourceSums, as_sources, source_sums
+from blest.reference.treesum import Piece, TreeStack, canonical_pieces
 
 __all__ = [
     "SUM",
@@ -49,10 +55,12 @@ __all__ = [
     "SerialComm",
     "WorkerError",
     "batches",
+    "contiguous_ranges",
     "cpu_sums_worker",
     "mpi_world",
     "partition",
     "reduce_sums",
+    "reduce_tree",
     "run_local_workers",
 ]
 
@@ -129,6 +137,48 @@ def reduce_sums(comm: Any, n_sources: int, positions: Any, local: SourceSums) ->
     comm.Allreduce(ints, ints_out, op=op)
     comm.Allreduce(full.harmonic, floats_out, op=op)
     return SourceSums(ints_out[0], ints_out[1], floats_out)
+
+
+def contiguous_ranges(n_sources: int, align: int, size: int) -> list[tuple[int, int]]:
+    """``size`` contiguous ranges of source positions, one per rank, in rank order: whole
+    blocks of ``align`` positions dealt as evenly as they go (later ranks may get none)."""
+    n_sources = _check_count("n_sources", n_sources, 0)
+    align = _check_count("align", align, 1)
+    size = _check_count("size", size, 1)
+    blocks = -(-n_sources // align)
+    cuts = [min(n_sources, (r * blocks // size) * align) for r in range(size + 1)]
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
+
+
+def reduce_tree(
+    comm: Any, ranges: list[tuple[int, int]], rank: int, pieces: list[Piece], length: int
+) -> np.ndarray:
+    """The root of the fixed tree over all source positions (:mod:`blest.reference.treesum`),
+    on every rank, from each rank's canonical pieces of its range.
+
+    Every rank calls this with the same ``ranges`` (rank r computed ``ranges[r]``, together
+    they cover ``[0, P)`` in order) and its own ``pieces``. Each piece of each rank goes
+    through one ``Allreduce`` of ``length`` float64s, in position order: its owner sends the
+    vector, the others zeros, so the sum is the vector itself (``x + 0.0 == x``) whatever order
+    the communicator adds in; every rank then merges the pieces as one process would. Memory:
+    O(log P) vectors.
+    """
+    mine = {(j, i): v for j, i, v in pieces}
+    expected = canonical_pieces(*ranges[rank])
+    if sorted(mine) != sorted(expected):
+        raise ValueError(f"rank {rank}'s pieces are not those of its range {ranges[rank]}")
+    op = _sum_op(comm)
+    stack = TreeStack()
+    zeros = np.zeros(length, dtype=np.float64)
+    for r, (start, stop) in enumerate(ranges):
+        for j, i in canonical_pieces(start, stop):
+            send = mine[(j, i)] if r == rank else zeros
+            got = np.empty(length, dtype=np.float64)
+            comm.Allreduce(np.ascontiguousarray(send, dtype=np.float64), got, op=op)
+            stack.push(j, i, got)
+    if stack.stop == 0:
+        return zeros
+    return stack.root(stack.stop)
 
 
 def cpu_sums_worker(

@@ -187,6 +187,58 @@ class HostEngine:
         vertices v of 1 / d(v, u), float64, from the same traversals as :meth:`closeness`."""
         return harmonic_from_sums(self.source_sums(sources, progress=progress))
 
+    # ------------------------------------------------------------------ shortest paths
+    def bfs_paths(
+        self, src: Any, *, out: Any = None, depth_limit: int | None = None, parents: bool = False
+    ) -> tuple[np.ndarray, ...]:
+        """``(levels, counts)`` or, with ``parents``, ``(levels, parents, counts)``: levels as
+        :meth:`bfs` gives them and the number of shortest paths from the seeds to every vertex
+        (int64; float64 past int64, with a RuntimeWarning: :mod:`blest.reference.paths`). Runs
+        on the CPU (``bfs(src, paths=True)`` of the CPU engines comes here)."""
+        from blest.reference.paths import bfs_paths
+
+        self._check_open()
+        self._check_out(out)
+        user, _ = self._seeds(src)
+        limit = arguments.depth_limit(depth_limit)
+        result = bfs_paths(
+            self.graph, user, depth_limit=None if limit < 0 else limit, parents=parents
+        )
+        if out is not None:
+            np.copyto(out, result[0])
+            result = (out, *result[1:])
+        return result
+
+    def betweenness(
+        self,
+        *,
+        k: int | None = None,
+        seed: Any = None,
+        sources: Any = None,
+        normalized: bool = True,
+        endpoints: bool = False,
+        edges: bool = False,
+        progress: Progress | None = None,
+    ) -> Any:
+        """Betweenness centrality as NetworkX defines it (float64 per vertex, user ids), or
+        with ``edges=True`` ``(edges, scores)`` of every edge; exact, or from ``k`` sampled
+        sources (``seed``) or the given ``sources``. See :mod:`blest.reference.betweenness`;
+        an engine with a ``betweenness_runner(edges=, endpoints=)`` runs its batches there."""
+        from blest.reference.betweenness import brandes
+
+        self._check_open()
+        return brandes(
+            self.graph,
+            k=k,
+            seed=seed,
+            sources=sources,
+            normalized=normalized,
+            endpoints=endpoints,
+            edges=edges,
+            make_runner=getattr(self, "betweenness_runner", None),
+            progress=progress,
+        )
+
     def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:
         raise NotImplementedError
 
