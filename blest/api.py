@@ -95,7 +95,8 @@ def bfs(
     paths : bool
         Also return the number of shortest paths from the seeds to every vertex (each seed
         counts 1): int64, or float64 with a RuntimeWarning when a count passes int64
-        (:mod:`blest.reference.paths`). Counted on the CPU.
+        (:mod:`blest.reference.paths`). On a GPU the pull kernel counts them
+        (``Engine.bfs_paths``); past int64 the CPU does.
 
     Returns
     -------
@@ -137,10 +138,14 @@ def bfs(
         where = resolve_device(device)
         runner, keep = _runner(g, where)
         try:
-            if paths and isinstance(runner, ScipyBFS):
-                return bfs_paths(g, seeds, depth_limit=depth_limit, parents=bool(parents))
-            if paths:
-                return runner.bfs_paths(seeds, depth_limit=depth_limit, parents=bool(parents))
+            if paths:  # a GPU engine counts them with the pull kernel (Engine.bfs_paths)
+                if isinstance(runner, ScipyBFS):
+                    result = bfs_paths(g, seeds, depth_limit=depth_limit, parents=bool(parents))
+                else:
+                    result = runner.bfs_paths(seeds, depth_limit=depth_limit, parents=bool(parents))
+                if parents:  # the input's ids, as without paths
+                    return result[0], parents_as_ids(g, result[1]), result[2]
+                return result
             if isinstance(runner, ScipyBFS):
                 levels, par = runner.run(seeds, depth_limit=depth_limit, parents=parents)
             else:

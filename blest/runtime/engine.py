@@ -164,6 +164,9 @@ class Engine(BFSEngine):
         self.many = ManySources(graph, device_id, choice, self._sample_depth)
         #: A read-only view of the last call's clocks and state.
         self.probes = EngineProbes(tr, self._served, self._lock)
+        #: Calls with ``paths=True``: a pull runner (runtime/pull_runner.py), made at the first.
+        self.pull: Any = None
+        self._pull_last = False  # whether ``stats`` describes the pull runner's call
 
     # ------------------------------------------------------------------ settings
     @property
@@ -227,7 +230,13 @@ class Engine(BFSEngine):
 
     # ------------------------------------------------------------------ traversal
     def bfs(
-        self, src: Any, *, out: Any = None, depth_limit: int | None = None, parents: bool = False
+        self,
+        src: Any,
+        *,
+        out: Any = None,
+        depth_limit: int | None = None,
+        parents: bool = False,
+        paths: bool = False,
     ) -> Any:
         """BFS levels from ``src``: int32, -1 for unreachable vertices.
 
@@ -252,7 +261,13 @@ class Engine(BFSEngine):
             when the levels go to the device (``out="device"`` or a CuPy ``out``), else NumPy.
             Computed by a post-pass after the timed traversal (``stats.traversal_ms`` leaves
             it out).
+        paths : bool
+            Also return the number of shortest paths from the seeds to every vertex, last:
+            :meth:`bfs_paths`.
         """
+        if paths:
+            return self.bfs_paths(src, out=out, depth_limit=depth_limit, parents=parents)
+        self._pull_last = False
         tr, rules = self._tr, self._rules
         plain = depth_limit is None and not parents and plain_id(src, self.n)
         if plain and self._serving:
@@ -297,11 +312,35 @@ class Engine(BFSEngine):
             found = parent_args[2]
             return levels, (found.copy() if device else found.get())
 
+    def bfs_paths(
+        self, src: Any, *, out: Any = None, depth_limit: int | None = None, parents: bool = False
+    ) -> Any:
+        """``(levels, counts)`` or, with ``parents``, ``(levels, parents, counts)``: levels as
+        :meth:`bfs` gives them (``out`` too), a parent the first in-neighbour one level up
+        (``in_csr`` order), and the number of shortest paths from the seeds to every vertex:
+        int64, exact; float64 past int64, with a RuntimeWarning (docs/betweenness.md). Runs the
+        pull family's kernel with counts (docs/variants.md), built at the first call in the form
+        the graph's average in-degree picks; parents and counts are CuPy arrays where the
+        levels go to the device."""
+        from blest.runtime.pull_runner import PullRunner
+
+        with self._lock, self._tr.cp.cuda.Device(self._device_id):
+            self._check_open()
+            self._served.stop()
+            if self.pull is None:
+                tr = self._tr
+                self.pull = PullRunner(self.prepared, device=self._device_id,
+                                       block_size=tr.block_size, in_csr=tr.in_csr)  # fmt: skip
+            self.pull.timing = self._rules.timing
+            self._pull_last = True
+            return self.pull.bfs(src, out=out, depth_limit=depth_limit, parents=parents,
+                                 paths=True)  # fmt: skip
+
     @property
     def stats(self) -> BFSStats:
         """Statistics of the last ``bfs`` call (read from the GPU on first access)."""
         with self._lock:
-            return self._tr.stats()
+            return self.pull.stats if self._pull_last else self._tr.stats()
 
     @contextlib.contextmanager
     def serving(self, idle_ms: float = 20.0) -> Iterator[Engine]:
@@ -408,6 +447,8 @@ class Engine(BFSEngine):
             self._serving = False
             self._served.close()
             self.many.close()
+            if self.pull is not None:
+                self.pull.close()
             for path in (self._captured, self._fused):
                 if path is not None:
                     path.close()
