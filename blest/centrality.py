@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from blest.defaults import DEFAULT_KAPPA, DEFAULT_SIGMA
+from blest.defaults import DEFAULT_KAPPA
 from blest.errors import ArgumentError
 from blest.graph.labels import id_sequence, vertices_of
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
@@ -43,13 +43,12 @@ def engine_for(target: Any, *, directed: bool | None = None, device: Any = None)
             raise ArgumentError("directed= does not apply to a tuned config")
         return load_tuned(target, device=device)
     from blest.graph.io import load_graph
-    from blest.graph.prepared import Prepared
     from blest.runtime.factory import make_engine
 
     graph = load_graph(target, directed=directed)
     if graph.n == 0:
         raise ArgumentError("the graph has no vertices")
-    return make_engine(Prepared.from_graph(graph, DEFAULT_SIGMA), device=device)
+    return make_engine(graph, device=device)
 
 
 def graph_of(target: Any, *, directed: bool | None = None) -> Any:

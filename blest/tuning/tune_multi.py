@@ -39,10 +39,10 @@ def tune_closeness(
     progress: Callable[[str], None],
 ) -> Any:
     """A :class:`~blest.tuning.tuner.TuneOutcome` for the closeness workload."""
-    from blest.codegen.toolchain import have_gpu
+    from blest.runtime.factory import resolve_device
     from blest.tuning import tuner
 
-    if not have_gpu():
+    if resolve_device(None) == "cpu":  # where an engine would run (runtime.factory's policy)
         outcome = tuner.tune(graph, source=source, use_gpu=False, sigmas=sigmas,
                              orderings=orderings, progress=progress)  # fmt: skip
         outcome.config.notes.append(
