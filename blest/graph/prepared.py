@@ -100,10 +100,12 @@ class Prepared:
         return cache[hops]
 
     def host(self) -> Prepared:
-        """The same preparation with NumPy arrays only."""
+        """The same preparation with NumPy arrays only (B's BVSS of every ``hops`` built so
+        far included)."""
         b = self.bvss.to_numpy()
         ptr, idx = np.asarray(to_host(self.in_ptr)), np.asarray(to_host(self.in_idx))
-        return Prepared(self.graph, self.ordering, self.permutation, ptr, idx, b)
+        hops = {k: v.to_numpy() for k, v in self.hop_cache.items()}
+        return Prepared(self.graph, self.ordering, self.permutation, ptr, idx, b, hops)
 
     def reversed(self, xp: Any = None) -> Prepared:
         """The preparation of the graph with every arc reversed, under the same permutation

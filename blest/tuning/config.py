@@ -221,6 +221,9 @@ class PreparationInfo:
     bvss_bytes: int = 0
     seconds: dict[str, Any] = field(default_factory=dict)
     load_seconds: float | None = None
+    #: Arcs of B = A + ... + A^hops, whose BVSS the artifact holds when the variant runs
+    #: several levels a phase (None otherwise).
+    hop_arcs: int | None = None
 
     @classmethod
     def from_dict(cls, data: Any) -> PreparationInfo:
@@ -238,6 +241,7 @@ class PreparationInfo:
             bvss_bytes=f.int("bvss_bytes", optional=True) or 0,
             seconds=f.dict("seconds"),
             load_seconds=f.float("load_seconds", optional=True),
+            hop_arcs=f.int("hop_arcs", minimum=0, optional=True),
         )
 
 

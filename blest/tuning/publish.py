@@ -96,8 +96,11 @@ def write_tuned(
     with exclusive_lock(config_path, on_wait):
         sweep(config_path, base)
         previous = named_artifact(config_path)
+        hops = cfg.spec.hops  # B's BVSS goes in the artifact: loading then builds nothing
+        if hops > 1:
+            cfg.preparation.hop_arcs = int(outcome.prepared.hops_bvss(hops).nnz)
         artifact, digest = publish_by_hash(
-            base, lambda f: write_artifact(f, outcome.prepared), point="artifact-written"
+            base, lambda f: write_artifact(f, outcome.prepared, hops), point="artifact-written"
         )
         before = cfg.artifact, cfg.artifact_sha256
         published = []
