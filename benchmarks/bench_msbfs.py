@@ -38,12 +38,12 @@ from blest.graph.classify import default_ordering
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
 from blest.reference.centrality import closeness_from_sums, source_sums
+from blest.runtime.device_ordering import device_ordering
 from blest.runtime.engine import Engine
 from blest.runtime.many import DenseChoice
 from blest.runtime.ms_runner import MSRunner
-from blest.runtime.ordering import compute_ordering
-from blest.tuning.multi import MSCandidate, search_every_vertex, search_multi_source
-from blest.tuning.protocol import timing_sources
+from blest.tuning.ms_search import MSCandidate, search_every_vertex, search_multi_source
+from blest.tuning.timing import timing_sources
 
 SS_SPECS = {
     32: [VariantSpec(32, "eager", switching=False)],
@@ -63,7 +63,7 @@ class Prepare:
         self.graph = anchor_graph(name)
         order = default_ordering(self.graph)
         t0 = time.perf_counter()
-        self.perm = compute_ordering(self.graph, order, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
+        self.perm = device_ordering(self.graph, order, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
         self.order_s = time.perf_counter() - t0
         self.cache: dict[int, Prepared] = {}
 

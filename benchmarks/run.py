@@ -29,12 +29,12 @@ from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA, JACCARD_WINDOW
 from blest.graph.bvss import u_div
 from blest.graph.hops import TWO_HOP_RATIO, two_hop_arcs_bound
 from blest.graph.prepared import Prepared
+from blest.runtime.device_ordering import device_ordering
 from blest.runtime.engine_protocol import Geometry
 from blest.runtime.factory import make_engine
-from blest.runtime.ordering import compute_ordering
 from blest.tuning.paper import paper_spec, three_run_rule
-from blest.tuning.protocol import bench_engine, scipy_ms, timing_sources
 from blest.tuning.space import block_fits
+from blest.tuning.timing import bench_engine, scipy_ms, timing_sources
 
 #: Ordering the original C++ used on each anchor.
 ORDERING = {
@@ -120,7 +120,7 @@ class Bench:
         t0 = time.perf_counter()
         perm = None
         if order != "natural":
-            perm = compute_ordering(graph, order, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
+            perm = device_ordering(graph, order, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
         order_s = time.perf_counter() - t0
         order_used = f"{perm.name if perm is not None else 'natural'} ({order_s:.2f} s)"
         bench = cls(name, graph, perm, timing_sources(graph, n_sources), {}, 0.0)

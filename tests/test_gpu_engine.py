@@ -361,7 +361,7 @@ def test_mma_instruction_matches_emulation():
     from blest.codegen.compile import compile_source
     from blest.codegen.toolchain import require_gpu
     from blest.reference.mma import mma_m8n8k128_and_popc
-    from blest.runtime.launch import launch, load_module
+    from blest.runtime.device_program import launch, load_module
 
     device, arch, _ = require_gpu()
     src = r"""

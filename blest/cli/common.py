@@ -35,7 +35,7 @@ from blest._version import __version__
 from blest.codegen.spec import VariantSpec
 from blest.defaults import SIGMAS
 from blest.errors import BlestError, CompileError
-from blest.tuning.files import Terminated, raise_if_stopped, stops_recorded, write_error
+from blest.tuning.storage import Terminated, raise_if_stopped, stops_recorded, write_error
 
 EXIT_USER_ERROR = 2
 EXIT_BROKEN_PIPE = 128 + 13

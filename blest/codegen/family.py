@@ -9,7 +9,7 @@ dense      ``codegen.densespec.DenseSpec`` ``codegen.dense_render.dense_program`
 =========  ==============================  =========================================
 
 Every emitter returns a :class:`~blest.codegen.program.KernelProgram`, which is all the runtime
-needs to load and launch a module (:class:`blest.runtime.program.DeviceProgram`); the tuning
+needs to load and launch a module (:class:`blest.runtime.device_program.DeviceProgram`); the tuning
 layer adds each family's search space (:mod:`blest.tuning.families`). A new family registers a
 :class:`Family` here and is then compiled, cached, loaded and tested like the others.
 """

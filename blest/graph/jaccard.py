@@ -29,7 +29,7 @@ Algorithm, for slice width ``sigma`` (σ) and window width ``window`` (W, W mod 
 Implementations, all giving the identical permutation: :func:`jaccard_reference` (plain Python on
 sets, for tests), :func:`jaccard_cpu` (Numba, the optional ``jit`` extra; windows in parallel) and
 the GPU kernel (one thread block per window; rendered from ``templates/jaccard.cu.j2``, compiled
-and launched by :mod:`blest.runtime.jaccard`). :func:`jaccard_with_windows` runs the CPU one;
+and launched by :mod:`blest.runtime.jaccard_gpu`). :func:`jaccard_with_windows` runs the CPU one;
 without Numba it returns RCM with a note (see :class:`~blest.graph.ordering.Permutation`'s
 ``notes``).
 
@@ -187,7 +187,7 @@ def jaccard_with_windows(
 
     Runs :func:`jaccard_cpu` (Numba). Without Numba the result is RCM, named ``"rcm"``, with a
     one-line note in ``notes`` (also issued as an :class:`OrderingFallbackWarning`). The GPU
-    kernel is dispatched by :func:`blest.runtime.ordering.compute_ordering`.
+    kernel is dispatched by :func:`blest.runtime.device_ordering.device_ordering`.
     """
     from blest.graph.ordering import Permutation, rcm
 

@@ -88,7 +88,7 @@ def compute_ordering(
     ``sigma`` and ``window`` (alias ``W``, the config's key) parametrize JaccardWithWindows;
     without Numba, "jaccard" returns RCM with a note (see
     :func:`blest.graph.jaccard.jaccard_with_windows`); ``natural`` and ``rcm`` ignore them.
-    :func:`blest.runtime.ordering.compute_ordering` adds the GPU kernel.
+    :func:`blest.runtime.device_ordering.device_ordering` adds the GPU kernel.
     """
     if name == "natural":
         return identity(graph.n)

@@ -20,7 +20,7 @@ from blest.graph.core import Graph
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, sums_from_levels
 from blest.reference.emulator import emulate_parents, emulate_spec
-from blest.reference.hops import emulate_hops
+from blest.reference.hops_emulator import emulate_hops
 from blest.runtime import arguments
 from blest.runtime.arguments import Progress
 from blest.runtime.host_engine import HostEngine
@@ -73,7 +73,9 @@ class EmulatedEngine(HostEngine):
         limit = arguments.depth_limit(depth_limit)
         t0 = time.perf_counter()
         depth = None if limit < 0 else limit
-        if self.spec.hops > 1:  # several levels a phase over B's BVSS (blest.reference.hops)
+        if (
+            self.spec.hops > 1
+        ):  # several levels a phase over B's BVSS (blest.reference.hops_emulator)
             internal_levels = emulate_hops(self.prepared.hops_bvss(self.spec.hops), internal, depth)
         else:
             internal_levels = emulate_spec(

@@ -6,7 +6,7 @@ and keeps the per-traversal buffers for reuse. ``bfs(src)`` returns int32 levels
 ids, -1 for unreachable. The engine is composed of:
 
 * a :class:`~blest.runtime.traversal.Traversal`: the variant's module
-  (:class:`~blest.runtime.program.DeviceProgram`), buffers and the phases of a call;
+  (:class:`~blest.runtime.device_program.DeviceProgram`), buffers and the phases of a call;
 * its call paths: a plain call (one source, no depth limit, no parents) is replayed from a CUDA
   graph captured at its first use (:class:`~blest.runtime.captured.CapturedCalls`; untimed calls
   of the persistent variants capture one fused kernel), or inside :meth:`Engine.serving` posted

@@ -53,7 +53,7 @@ from blest.graph.labels import storable_labels
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
 from blest.tuning.artifact_checks import check_hop_bvss, check_structure
-from blest.tuning.files import atomic_write
+from blest.tuning.storage import atomic_write
 
 __all__ = [
     "ARTIFACT_FORMAT",

@@ -18,7 +18,7 @@ from blest.runtime.factory import make_engine, resolve_device
 from blest.tuning.artifact import load_artifact
 from blest.tuning.artifact_checks import check_file
 from blest.tuning.config import TunedConfig
-from blest.tuning.files import sha256_file
+from blest.tuning.storage import sha256_file
 
 __all__ = ["load_tuned", "load_prepared"]
 

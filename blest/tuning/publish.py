@@ -20,7 +20,7 @@ from blest.tuning.config import (
     is_own_artifact,
     named_artifact,
 )
-from blest.tuning.files import (
+from blest.tuning.storage import (
     STALE_SECONDS,
     exclusive_lock,
     failpoint,
@@ -66,7 +66,7 @@ def _is_blest_temp(head: bytes) -> bool:
 
 def sweep(config: Path, base: Path) -> list[Path]:
     """Remove the temporary files of this config and artifact base that killed writers left
-    more than an hour ago (:func:`~blest.tuning.files.sweep_stale_temps`)."""
+    more than an hour ago (:func:`~blest.tuning.storage.sweep_stale_temps`)."""
     return sweep_stale_temps(config.parent, [config.name, base.name], _is_blest_temp)
 
 

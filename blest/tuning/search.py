@@ -2,7 +2,7 @@
 
 ``make_engine(candidate)`` returns an object with ``bfs(src, out=...)``, ``stats.traversal_ms``,
 writable ``eta``, ``beta``, ``alpha`` and ``small_queue`` attributes and ``close()`` (a
-:class:`blest.Engine`, or a fake in tests). Protocol (:mod:`blest.tuning.protocol`): one
+:class:`blest.Engine`, or a fake in tests). Protocol (:mod:`blest.tuning.timing`): one
 warm-up traversal per engine, then every source ``repeats`` times; traversal time from the
 engine's CUDA events. Scores are means over the sources, the protocol's own statistic: a
 configuration that costs much more on a few sources (a switching rule that misfires on their

@@ -46,7 +46,6 @@ from blest.tuning.prepare import (
     prepare_with_fallback,
     upload_all,
 )
-from blest.tuning.protocol import timing_sources
 from blest.tuning.publish import write_tuned
 from blest.tuning.search import Search, Timed, measure, relative
 from blest.tuning.space import (
@@ -59,6 +58,7 @@ from blest.tuning.space import (
     paper_candidate,
     persistent_specs,
 )
+from blest.tuning.timing import timing_sources
 
 __all__ = ["TuneOutcome", "split_sources", "tune", "write_tuned", "HELD_OUT", "TUNING_SOURCES"]
 
