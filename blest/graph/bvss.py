@@ -28,7 +28,7 @@ import numpy as np
 from blest.defaults import SIGMAS
 from blest.errors import ArgumentError
 
-__all__ = ["SIGMAS", "BVSS", "BVSSStats", "build_bvss", "u_div"]
+__all__ = ["SIGMAS", "BVSS", "BVSSStats", "build_bvss", "to_host", "u_div"]
 
 _LITTLE = np.little_endian
 _PARALLEL_MIN_ARCS = 2_000_000  # below this, one piece (threads cost more than they save)
@@ -370,3 +370,8 @@ def u_div(bvss: BVSS) -> float:
     per_vss = np.where(ncols > 0, (std * cols).sum(axis=1) / np.maximum(ncols, 1), 0.0)
     has = ncols > 0
     return float(per_vss[has].mean()) if has.any() else 0.0
+
+
+def to_host(a: Any) -> Any:
+    """A CuPy array's copy in host memory; anything else as it is."""
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a

@@ -15,11 +15,11 @@ import numpy as np
 
 from blest.defaults import DEFAULT_SIGMA
 from blest.errors import ArgumentError
-from blest.graph.bvss import BVSS, build_bvss
+from blest.graph.bvss import BVSS, build_bvss, to_host
 from blest.graph.core import Graph
 from blest.graph.ordering import Permutation, identity, permute_graph
 
-__all__ = ["Prepared", "to_host"]
+__all__ = ["Prepared"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,8 +131,3 @@ def _module_of(a: Any) -> Any:
     import importlib
 
     return importlib.import_module(type(a).__module__.split(".")[0])
-
-
-def to_host(a: Any) -> Any:
-    """A CuPy array's copy in host memory; anything else as it is."""
-    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a

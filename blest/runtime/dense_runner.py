@@ -24,7 +24,8 @@ from blest.codegen.densespec import (
     row_words,
 )
 from blest.errors import ArgumentError, EngineError
-from blest.graph.prepared import Prepared, to_host
+from blest.graph.bvss import to_host
+from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums
 from blest.runtime.device import cupy_module, pinned_array, require_memory
 from blest.runtime.device_program import DeviceProgram, LaunchShape

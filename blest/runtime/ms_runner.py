@@ -27,7 +27,8 @@ from blest.codegen.ms_render import ms_program
 from blest.codegen.msspec import MSSpec, queue_capacity, queue_smem_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
-from blest.graph.prepared import Prepared, to_host
+from blest.graph.bvss import to_host
+from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums
 from blest.runtime.device import (
     cupy_module,
