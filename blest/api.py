@@ -39,7 +39,7 @@ import sys
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from blest.errors import ArgumentError, ValidationError, VertexError
 from blest.graph.core import Graph
 from blest.graph.io import load_graph
 from blest.graph.labels import ids_to_vertices, parents_as_ids, seeds_of, user_ids
+from blest.inputs import ArrayLike, BFSResult, Device, GraphInput, Levels, Seeds
 from blest.reference.paths import bfs_paths
 from blest.reference.validate import validate_bfs
 from blest.runtime.factory import make_engine, resolve_device
@@ -59,16 +60,42 @@ NX_CACHE_KEY = "blest.api"
 _LOCK = threading.RLock()
 
 
+@overload
 def bfs(
-    graph: Any,
-    source: Any,
+    graph: GraphInput,
+    source: Seeds,
+    *,
+    parents: Literal[False] = False,
+    directed: bool | None = None,
+    device: Device = None,
+    depth_limit: int | None = None,
+    paths: Literal[False] = False,
+) -> Levels: ...
+
+
+@overload
+def bfs(
+    graph: GraphInput,
+    source: Seeds,
     *,
     parents: bool = False,
     directed: bool | None = None,
-    device: int | str | None = None,
+    device: Device = None,
     depth_limit: int | None = None,
     paths: bool = False,
-) -> Any:
+) -> BFSResult: ...
+
+
+def bfs(
+    graph: GraphInput,
+    source: Seeds,
+    *,
+    parents: bool = False,
+    directed: bool | None = None,
+    device: Device = None,
+    depth_limit: int | None = None,
+    paths: bool = False,
+) -> BFSResult:
     """Breadth-first search of ``graph`` from ``source``.
 
     Parameters
@@ -147,7 +174,12 @@ def bfs(
 
 
 def validate(
-    graph: Any, source: Any, levels: Any, parents: Any = None, *, directed: bool | None = None
+    graph: GraphInput,
+    source: Seeds,
+    levels: ArrayLike,
+    parents: ArrayLike | None = None,
+    *,
+    directed: bool | None = None,
 ) -> None:
     """Check a BFS result (the Graph500 checks); raise :class:`blest.ValidationError` naming the
     first failed check, return None when every check passes.
@@ -166,7 +198,7 @@ def validate(
         g = _loaded(graph, directed)
     seeds = seeds_of(g, source)
     if parents is not None and g.labels is not None:
-        if np.ndim(parents) != 1 or len(parents) != g.n:
+        if np.ndim(parents) != 1 or np.shape(parents)[0] != g.n:
             raise ValidationError("format", f"parents must have one entry per vertex ({g.n})")
         try:
             parents = ids_to_vertices(g, parents)
@@ -175,7 +207,7 @@ def validate(
     validate_bfs(g, seeds, levels, parents)
 
 
-def vertex_ids(graph: Any, *, directed: bool | None = None) -> np.ndarray:
+def vertex_ids(graph: GraphInput, *, directed: bool | None = None) -> np.ndarray:
     """The input's id of every vertex, in the order of every per-vertex result (levels, rows
     of :func:`blest.bfs_many`, scores): the graph's labels (``list(G)`` for a NetworkX graph
     of named nodes, the ids that occur in increasing order for a file read with

@@ -13,7 +13,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "blest"
 #: Layer of each top-level part of the package, lowest first. A module may import its own part
 #: and the parts listed as allowed for it; the package root and the user-facing modules on top
 #: may import anything.
-BASE = {"blest._version", "blest.defaults", "blest.errors", "blest.cachedirs", "blest.signals"}
+BASE = {
+    "blest._version",
+    "blest.defaults",
+    "blest.errors",
+    "blest.cachedirs",
+    "blest.signals",
+    "blest.inputs",
+}
 ALLOWED: dict[str, set[str]] = {
     "graph": {"graph"},
     "datasets": {"graph", "datasets"},
@@ -37,11 +44,20 @@ def _modules() -> list[tuple[str, Path]]:
 
 
 def _imports(path: Path, module: str) -> set[str]:
-    """Every blest module ``path`` imports, at module level or inside functions."""
+    """Every blest module ``path`` imports, at module level or inside functions (not those
+    under ``if TYPE_CHECKING:``, which only a type checker reads)."""
     tree = ast.parse(path.read_text(), str(path))
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
     found = set()
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -328,9 +344,27 @@ def test_a_source_reaches_the_launch_through_four_modules():
         tree = ast.parse(path.read_text())
         node: ast.AST = tree
         for part in qualname.split("."):
-            node = next(
+            node = [  # the last definition of that name (after its typing overloads)
                 n
                 for n in ast.iter_child_nodes(node)
                 if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part
-            )
+            ][-1]
         assert calls in ast.unparse(node), f"{module}.{qualname} does not call {calls}"
+
+
+def test_the_public_api_is_typed_without_any():
+    """Every function ``blest`` exports, and every public method of its engine, says what it
+    takes and returns (blest.inputs names the kinds of input) rather than ``Any``."""
+    import inspect
+
+    import blest
+    from blest.runtime.engine import Engine
+
+    callables = [getattr(blest, n) for n in blest.__all__ if inspect.isfunction(getattr(blest, n))]
+    callables += [f for n, f in vars(Engine).items() if not n.startswith("_") and callable(f)]
+    offenders = []
+    for f in callables:
+        for name, annotation in inspect.get_annotations(f).items():
+            if "Any" in str(annotation):
+                offenders.append(f"{f.__qualname__}: {name}")
+    assert not offenders, offenders

@@ -21,12 +21,16 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from blest.defaults import SIGMAS
 from blest.errors import ArgumentError
+
+if TYPE_CHECKING:
+    from blest.graph.core import Graph
 
 __all__ = ["SIGMAS", "BVSS", "BVSSStats", "build_bvss", "to_host", "u_div"]
 
@@ -118,7 +122,7 @@ class BVSS:
         )
 
 
-def build_bvss(graph: Any, sigma: int, *, xp: Any = None) -> BVSS:
+def build_bvss(graph: Graph, sigma: int, *, xp: ModuleType | None = None) -> BVSS:
     """Build the BVSS of ``graph`` (a :class:`blest.Graph`) at slice width ``sigma``.
 
     Parameters
