@@ -182,7 +182,7 @@ def closeness(names: list[str], budget: float, with_nk: bool) -> list[dict]:
             if dense:  # compiled and allocated before the clock starts
                 eng.many.dense_runner()
             else:
-                eng.ms_runner(reverse=p.graph.directed)
+                eng.many.runner(reverse=p.graph.directed)
             walls = []
             for _ in range(3):  # the first call also loads CuPy kernels and packs the launch
                 t0 = time.perf_counter()
@@ -235,7 +235,7 @@ def sweep(names: list[str], forms, kappas, blocks, etas, reps: int) -> list[dict
                     try:
                         with Engine(p(DEFAULT_SIGMA), VariantSpec(DEFAULT_SIGMA)) as eng:
                             eng.many.configure(spec, eta=eta, block_size=block, dense=None)
-                            runner = eng.ms_runner(reverse=g.directed)
+                            runner = eng.many.runner(reverse=g.directed)
                             eng.closeness(check)  # warm: module, launch packing
                             walls = []
                             for _ in range(reps):

@@ -158,6 +158,13 @@ class Bench:
         )  # fmt: skip
 
 
+def _multiprocessors() -> int:
+    """The current GPU's multiprocessors."""
+    import cupy
+
+    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+
+
 def as_geometry(geometry) -> Geometry:
     """(BLOCK, BLOCKS_PER_SM, SMALL_QUEUE, GRID_BLOCKS), any tail left out, as a Geometry."""
     block, per_sm, small, grid_blocks = (tuple(geometry) + (None,) * 4)[:4]
@@ -184,7 +191,8 @@ def time_variants(b: Bench, specs: list[VariantSpec], eta: float, geometries: li
                     f" sq{eng.small_queue}" if spec.launch == "persistent" else ""
                 )
                 row["block_size"] = eng.block_size
-                row["blocks_per_sm"] = max(1, eng.grid_size // eng.sms)
+                sms = _multiprocessors()
+                row["blocks_per_sm"] = max(1, eng.grid_size // sms)
                 row["grid_blocks"] = eng.grid_size
                 row["small_queue"] = eng.small_queue
             rows.append({**b.base, **row, "kind": "variant", "spec": spec.to_dict()})
