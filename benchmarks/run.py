@@ -31,13 +31,13 @@ from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA, JACCARD_WINDOW
 from blest.graph.bvss import u_div
 from blest.graph.hops import TWO_HOP_RATIO, two_hop_arcs_bound
 from blest.graph.prepared import Prepared
+from blest.runtime.device_ordering import device_ordering
 from blest.runtime.engine_protocol import Geometry
 from blest.runtime.factory import make_engine
-from blest.runtime.ordering import compute_ordering
 from blest.runtime.pull_runner import PullRunner
 from blest.tuning.paper import paper_spec, three_run_rule
-from blest.tuning.protocol import bench_engine, scipy_ms, timing_sources
 from blest.tuning.space import block_fits
+from blest.tuning.timing import bench_engine, scipy_ms, timing_sources
 
 #: Ordering the original C++ used on each anchor.
 ORDERING = {
@@ -123,7 +123,7 @@ class Bench:
         t0 = time.perf_counter()
         perm = None
         if order != "natural":
-            perm = compute_ordering(graph, order, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
+            perm = device_ordering(graph, order, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
         order_s = time.perf_counter() - t0
         order_used = f"{perm.name if perm is not None else 'natural'} ({order_s:.2f} s)"
         bench = cls(name, graph, perm, timing_sources(graph, n_sources), {}, 0.0)
@@ -161,6 +161,13 @@ class Bench:
         )  # fmt: skip
 
 
+def _multiprocessors() -> int:
+    """The current GPU's multiprocessors."""
+    import cupy
+
+    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+
+
 def as_geometry(geometry) -> Geometry:
     """(BLOCK, BLOCKS_PER_SM, SMALL_QUEUE, GRID_BLOCKS), any tail left out, as a Geometry."""
     block, per_sm, small, grid_blocks = (tuple(geometry) + (None,) * 4)[:4]
@@ -187,7 +194,8 @@ def time_variants(b: Bench, specs: list[VariantSpec], eta: float, geometries: li
                     f" sq{eng.small_queue}" if spec.launch == "persistent" else ""
                 )
                 row["block_size"] = eng.block_size
-                row["blocks_per_sm"] = max(1, eng.grid_size // eng.sms)
+                sms = _multiprocessors()
+                row["blocks_per_sm"] = max(1, eng.grid_size // sms)
                 row["grid_blocks"] = eng.grid_size
                 row["small_queue"] = eng.small_queue
             rows.append({**b.base, **row, "kind": "variant", "spec": spec.to_dict()})

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from blest.centrality import _device_of, _mpi, _workers, engine_for
+from blest.inputs import Device, GraphInput, Seed, Sources
 from blest.reference.betweenness import (
     CPURunner,
     choose_sources,
@@ -39,15 +40,15 @@ RANK_ALIGN = 64
 
 
 def betweenness(
-    target: Any,
+    target: GraphInput,
     *,
     k: int | None = None,
-    seed: Any = None,
-    sources: Any = None,
+    seed: Seed = None,
+    sources: Sources | None = None,
     normalized: bool = True,
     endpoints: bool = False,
     directed: bool | None = None,
-    device: Any = None,
+    device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
 ) -> np.ndarray:
@@ -83,14 +84,14 @@ def betweenness(
 
 
 def edge_betweenness(
-    target: Any,
+    target: GraphInput,
     *,
     k: int | None = None,
-    seed: Any = None,
-    sources: Any = None,
+    seed: Seed = None,
+    sources: Sources | None = None,
     normalized: bool = True,
     directed: bool | None = None,
-    device: Any = None,
+    device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -197,7 +197,7 @@ def test_parents_of_a_multi_seed_call_validate(zoo):
 
 
 def test_the_timing_protocol_times_a_runner(zoo):
-    from blest.tuning.protocol import bench_engine, timing_sources
+    from blest.tuning.timing import bench_engine, timing_sources
 
     rng, graphs = zoo
     graph = graphs["uniform"]

@@ -35,7 +35,7 @@ from blest._version import __version__
 from blest.codegen.spec import VariantSpec
 from blest.defaults import SIGMAS
 from blest.errors import BlestError, CompileError
-from blest.tuning.files import Terminated, raise_if_stopped, stops_recorded, write_error
+from blest.tuning.storage import Terminated, raise_if_stopped, stops_recorded, write_error
 
 EXIT_USER_ERROR = 2
 EXIT_BROKEN_PIPE = 128 + 13
@@ -301,11 +301,11 @@ def _stopped(status: int) -> int:
     has threads the interpreter would wait for at exit (a worker pool's helper threads, say),
     the process ends here instead: the work is abandoned and its temporary files are already
     gone, so waiting for those threads would only delay the exit the user asked for."""
-    from blest import cli
-
+    cli = sys.modules.get("blest.cli")  # (it set _AS_PROGRAM when it was imported)
+    as_program = cli is not None and cli._AS_PROGRAM[0]
     me = threading.current_thread()
     waited_for = [t for t in threading.enumerate() if t is not me and not t.daemon]
-    if cli._AS_PROGRAM[0] and waited_for:
+    if as_program and waited_for:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()

@@ -18,7 +18,7 @@ import numpy as np
 from blest.errors import ArgumentError, GraphFormatError, VertexError
 from blest.graph.core import Graph
 from blest.graph.io import ENV_MAX_BYTES, FORMATS
-from blest.tuning.files import write_error
+from blest.tuning.storage import write_error
 
 __all__ = [
     "GRAPH_FLAGS",

@@ -10,7 +10,7 @@ pull       ``codegen.pullspec.PullSpec``   ``codegen.pull_render.pull_program``
 =========  ==============================  =========================================
 
 Every emitter returns a :class:`~blest.codegen.program.KernelProgram`, which is all the runtime
-needs to load and launch a module (:class:`blest.runtime.program.DeviceProgram`); the tuning
+needs to load and launch a module (:class:`blest.runtime.device_program.DeviceProgram`); the tuning
 layer adds each family's search space (:mod:`blest.tuning.families`). A new family registers a
 :class:`Family` here and is then compiled, cached, loaded and tested like the others.
 """

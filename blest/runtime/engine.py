@@ -6,7 +6,7 @@ and keeps the per-traversal buffers for reuse. ``bfs(src)`` returns int32 levels
 ids, -1 for unreachable. The engine is composed of:
 
 * a :class:`~blest.runtime.traversal.Traversal`: the variant's module
-  (:class:`~blest.runtime.program.DeviceProgram`), buffers and the phases of a call;
+  (:class:`~blest.runtime.device_program.DeviceProgram`), buffers and the phases of a call;
 * its call paths: a plain call (one source, no depth limit, no parents) is replayed from a CUDA
   graph captured at its first use (:class:`~blest.runtime.captured.CapturedCalls`; untimed calls
   of the persistent variants capture one fused kernel), or inside :meth:`Engine.serving` posted
@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from blest.errors import ArgumentError, EngineError
 from blest.graph.core import Graph
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
+from blest.inputs import BFSResult, OutSpec, Seeds, Sources
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
 from blest.runtime import arguments
 from blest.runtime.arguments import Progress, call_rules, check_idle_ms
@@ -231,13 +232,13 @@ class Engine(BFSEngine):
     # ------------------------------------------------------------------ traversal
     def bfs(
         self,
-        src: Any,
+        src: Seeds,
         *,
-        out: Any = None,
+        out: OutSpec = None,
         depth_limit: int | None = None,
         parents: bool = False,
         paths: bool = False,
-    ) -> Any:
+    ) -> BFSResult:
         """BFS levels from ``src``: int32, -1 for unreachable vertices.
 
         Parameters
@@ -274,7 +275,7 @@ class Engine(BFSEngine):
             with self._lock:
                 if self._serving:
                     self._check_open()
-                    levels = self._served.run(int(src), out, rules)
+                    levels = self._served.run(int(cast(int, src)), out, rules)
                     if levels is not UNSERVED:
                         return levels
         if plain:
@@ -284,7 +285,7 @@ class Engine(BFSEngine):
                     self._check_open()
                     tr.check_out(out)
                     self._served.stop()
-                    levels = path.run(int(src), out, rules)
+                    levels = path.run(int(cast(int, src)), out, rules)
                     if levels is not None:
                         return levels
         return self._launched(src, out, depth_limit, parents)
@@ -313,8 +314,13 @@ class Engine(BFSEngine):
             return levels, (found.copy() if device else found.get())
 
     def bfs_paths(
-        self, src: Any, *, out: Any = None, depth_limit: int | None = None, parents: bool = False
-    ) -> Any:
+        self,
+        src: Seeds,
+        *,
+        out: OutSpec = None,
+        depth_limit: int | None = None,
+        parents: bool = False,
+    ) -> BFSResult:
         """``(levels, counts)`` or, with ``parents``, ``(levels, parents, counts)``: levels as
         :meth:`bfs` gives them (``out`` too), a parent the first in-neighbour one level up
         (``in_csr`` order), and the number of shortest paths from the seeds to every vertex:
@@ -394,7 +400,9 @@ class Engine(BFSEngine):
         return compile_source(self.source, arch=arch, target="ptx").decode()
 
     # ------------------------------------------------------------------ many sources
-    def bfs_many(self, sources: Any, *, out: Any = None, progress: Progress | None = None) -> Any:
+    def bfs_many(
+        self, sources: Sources, *, out: np.ndarray | None = None, progress: Progress | None = None
+    ) -> np.ndarray:
         """Levels from every source: an int32 array of shape ``(len(sources), n)``, row i the
         levels from ``sources[i]`` (user ids; repeats allowed), -1 for unreachable vertices.
         ``out`` may be an int32 array of that shape (a ``numpy.memmap`` for results larger than
@@ -406,7 +414,9 @@ class Engine(BFSEngine):
             self._served.stop()
             return self.many.bfs_many(users, result, progress)
 
-    def source_sums(self, sources: Any = None, *, progress: Progress | None = None) -> SourceSums:
+    def source_sums(
+        self, sources: Sources | None = None, *, progress: Progress | None = None
+    ) -> SourceSums:
         """Per vertex of ``sources`` (default: every vertex): the exact sum of distances *to*
         it, the number of vertices that reach it (itself included) and the harmonic sum."""
         self._check_open()
@@ -416,14 +426,20 @@ class Engine(BFSEngine):
             return self.many.source_sums(users, progress)
 
     def closeness(
-        self, sources: Any = None, *, wf_improved: bool = True, progress: Progress | None = None
+        self,
+        sources: Sources | None = None,
+        *,
+        wf_improved: bool = True,
+        progress: Progress | None = None,
     ) -> np.ndarray:
         """Closeness centrality of ``sources`` (default: every vertex, in id order), float64,
         exactly as NetworkX's ``closeness_centrality`` defines it (see docs/design.md)."""
         sums = self.source_sums(sources, progress=progress)
         return closeness_from_sums(sums, self.n, wf_improved=wf_improved)
 
-    def harmonic(self, sources: Any = None, *, progress: Progress | None = None) -> np.ndarray:
+    def harmonic(
+        self, sources: Sources | None = None, *, progress: Progress | None = None
+    ) -> np.ndarray:
         """Harmonic centrality of ``sources`` (default: every vertex), float64."""
         return harmonic_from_sums(self.source_sums(sources, progress=progress))
 

@@ -37,8 +37,8 @@ from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.runtime import arguments
 from blest.runtime.device import cupy_module, device_in_csr, is_pinned, pinned_array
+from blest.runtime.device_program import DeviceProgram, LaunchShape
 from blest.runtime.engine_protocol import BFSStats, Geometry
-from blest.runtime.program import DeviceProgram, LaunchShape
 
 __all__ = ["PullRunner", "first_parents"]
 

@@ -43,7 +43,7 @@ from blest.codegen.contract import (
 from blest.codegen.render import has_serving_kernel, program
 from blest.errors import EngineError
 from blest.runtime.arguments import CallRules
-from blest.runtime.program import DeviceProgram, LaunchShape
+from blest.runtime.device_program import DeviceProgram, LaunchShape
 from blest.runtime.traversal import Traversal
 
 __all__ = ["ServedCalls", "UNSERVED", "resident_counts_full"]

@@ -37,8 +37,8 @@ from blest.runtime.device import (
     pinned_array,
     require_memory,
 )
+from blest.runtime.device_program import DeviceProgram, LaunchShape
 from blest.runtime.engine_protocol import BFSStats, Geometry
-from blest.runtime.program import DeviceProgram, LaunchShape
 from blest.runtime.ss_buffers import block_buffers, block_plan, bvss_buffers
 
 __all__ = ["Traversal", "PER_LEVEL_BATCH", "launch_shapes"]
@@ -162,7 +162,7 @@ class Traversal:
 
     def _check_cluster(self, block: int) -> None:
         """A cluster the device cannot place is refused here, not at the first call."""
-        from blest.runtime.launch import max_active_clusters
+        from blest.runtime.device_program import max_active_clusters
 
         cluster, prog = self.spec.cluster, self.program
         if cluster > 1:
