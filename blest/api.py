@@ -163,7 +163,7 @@ def bfs(
         try:
             src = int(seeds[0]) if seeds.size == 1 else seeds
             if paths:
-                if hasattr(runner, "bfs_paths"):  # a GPU engine: its pull kernel
+                if hasattr(runner, "bfs_paths"):  # every engine (a GPU one: its pull kernel)
                     result = runner.bfs_paths(src, depth_limit=depth_limit, parents=bool(parents))
                 else:
                     result = bfs_paths(g, seeds, depth_limit=depth_limit, parents=bool(parents))
