@@ -126,12 +126,19 @@ def _run(target: Any, options: dict, directed: Any, device: Any, gpus: Any, prog
     return run_local_workers(_worker, workers, target, directed, options)
 
 
+def _fresh_seed() -> int:
+    """A seed below 2**62 drawn from the operating system's entropy."""
+    entropy = np.random.SeedSequence().entropy
+    assert isinstance(entropy, int)  # a SeedSequence made without entropy draws one int
+    return entropy % 2**62
+
+
 def _agreed_seed(comm: Any, rank: int, options: dict) -> dict:
     """With ``k`` and no seed, every process must draw the same sources: rank 0's fresh seed,
     sent to every rank through a sum (the others add zero)."""
     if options["k"] is None or options["seed"] is not None or options["sources"] is not None:
         return options
-    mine = np.array([np.random.SeedSequence().entropy % 2**62 if rank == 0 else 0], np.int64)
+    mine = np.array([_fresh_seed() if rank == 0 else 0], np.int64)
     agreed = np.empty_like(mine)
     from blest.runtime.distributed import _sum_op
 

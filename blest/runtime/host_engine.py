@@ -55,27 +55,28 @@ class HostEngine:
         beta: float = DEFAULT_BETA,
         alpha: float = DEFAULT_ALPHA,
     ) -> None:
-        if isinstance(prepared, Graph):  # SciPy's BFS needs no preparation; the emulator does
-            prepared = _Unprepared(prepared, spec.sigma if spec is not None else DEFAULT_SIGMA)
-        if not isinstance(prepared, (Prepared, _Unprepared)):
+        prep: Prepared | _Unprepared | Graph = prepared
+        if isinstance(prep, Graph):  # SciPy's BFS needs no preparation; the emulator does
+            prep = _Unprepared(prep, spec.sigma if spec is not None else DEFAULT_SIGMA)
+        if not isinstance(prep, (Prepared, _Unprepared)):
             raise ArgumentError(
                 "an engine is built from a blest.Graph or a blest.graph.Prepared, got "
-                f"{type(prepared).__name__}"
+                f"{type(prep).__name__}"
             )
-        self.spec = spec if spec is not None else VariantSpec(sigma=prepared.sigma)
-        if self.spec.sigma != prepared.sigma:
+        self.spec = spec if spec is not None else VariantSpec(sigma=prep.sigma)
+        if self.spec.sigma != prep.sigma:
             raise ArgumentError(
                 f"the variant has sigma={self.spec.sigma} but the graph was prepared at "
-                f"sigma={prepared.sigma}"
+                f"sigma={prep.sigma}"
             )
         if alpha and self.spec.launch == "per_level":  # as its kernels: no barrier to count at
             raise ArgumentError(f"alpha > 0 needs a persistent variant, not {self.spec.name}")
         self._rules = call_rules(eta, beta, alpha, 0, True)
-        self._prep = prepared
-        self.graph = prepared.graph
-        self.n = prepared.n
-        self.permutation = prepared.permutation
-        self._new_of_old = np.asarray(prepared.permutation.new_of_old)
+        self._prep = prep
+        self.graph = prep.graph
+        self.n = prep.n
+        self.permutation = prep.permutation
+        self._new_of_old = np.asarray(prep.permutation.new_of_old)
         self._lock = threading.RLock()  # engine methods may call bfs
         self._closed = False
         self.last_stats: BFSStats | None = None

@@ -137,7 +137,7 @@ def configure(engine: Any, c: Candidate, default_small_queue: int) -> None:
     engine.small_queue = default_small_queue if c.small_queue is None else int(c.small_queue)
 
 
-def measure(engine: Any, sources: Sequence[int], repeats: int = 1) -> list[float]:
+def measure(engine: Any, sources: Sequence[int] | np.ndarray, repeats: int = 1) -> list[float]:
     """Traversal ms per run: one warm-up, then each source ``repeats`` times."""
     engine.bfs(int(sources[0]), out="device")
     times = []
@@ -167,9 +167,9 @@ class Search:
     def __init__(
         self,
         make_engine: Callable[[Candidate], Any],
-        sources: Sequence[int],
+        sources: Sequence[int] | np.ndarray,
         *,
-        confirm_sources: Sequence[int] = (),
+        confirm_sources: Sequence[int] | np.ndarray = (),
         budget_s: float = 60.0,
         repeats: int = 1,
         top_k: int = 3,

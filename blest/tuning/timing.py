@@ -244,7 +244,7 @@ def _served_whole_calls(engine: Any, sources: list[int]) -> list[float]:
     from blest.codegen.render import has_serving_kernel
 
     spec = getattr(engine, "spec", None)
-    if getattr(spec, "launch", None) is None or not has_serving_kernel(spec):
+    if spec is None or getattr(spec, "launch", None) is None or not has_serving_kernel(spec):
         return []
     if not hasattr(engine, "serving"):
         return []
