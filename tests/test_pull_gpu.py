@@ -167,7 +167,7 @@ def test_engine_and_one_call_paths(zoo):
         want_levels, want_counts = bfs_paths(graph, src)
         np.testing.assert_array_equal(levels, want_levels, err_msg=name)
         np.testing.assert_array_equal(counts, want_counts, err_msg=name)
-    blest.clear_cache()
+    blest.api.clear_cache()
 
 
 def test_paths_inside_a_serving_block(zoo):
@@ -193,7 +193,7 @@ def test_parents_of_a_multi_seed_call_validate(zoo):
         blest.validate(graph, seeds, levels, parents)
         np.testing.assert_array_equal(parents, first_parents(graph, levels), err_msg=name)
         np.testing.assert_array_equal(counts, bfs_paths(graph, seeds)[1], err_msg=name)
-    blest.clear_cache()
+    blest.api.clear_cache()
 
 
 def test_the_timing_protocol_times_a_runner(zoo):

@@ -241,7 +241,7 @@ class PullRunner:
             bound = None if limit < 0 else limit
             return self._as(bfs_paths(self.graph, user, depth_limit=bound)[1], on_device)
         counts = self._sigma.view(self.cp.int64)
-        if out == "view":
+        if isinstance(out, str) and out == "view":
             return counts
         return counts.copy() if on_device else counts.get()
 
