@@ -38,6 +38,7 @@ from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
 from blest.runtime import arguments
 from blest.runtime.arguments import Progress, call_rules, check_idle_ms
+from blest.runtime.bc_runner import BCRunners
 from blest.runtime.captured import CapturedCalls, plain_id
 from blest.runtime.engine_protocol import BFSEngine, BFSStats, Geometry
 from blest.runtime.footprint import estimate_bytes, resident_bytes
@@ -162,6 +163,8 @@ class Engine(BFSEngine):
         choice = MultiSourceChoice(None, rules.eta, tr.block_size)
         #: The many-source work (``bfs_many``, ``closeness``, ``harmonic``) of this engine.
         self.many = ManySources(graph, device_id, choice, self._sample_depth)
+        #: The betweenness batch runners of this engine (:mod:`blest.runtime.bc_runner`).
+        self.betweenness_runners = BCRunners(graph.graph, device_id, self._sample_depth)
         #: A read-only view of the last call's clocks and state.
         self.probes = EngineProbes(tr, self._served, self._lock)
 
@@ -388,6 +391,19 @@ class Engine(BFSEngine):
         """Harmonic centrality of ``sources`` (default: every vertex), float64."""
         return harmonic_from_sums(self.source_sums(sources, progress=progress))
 
+    def betweenness_runner(self, *, edges: bool = False, endpoints: bool = False) -> Any:
+        """The batch runner of ``betweenness`` on this GPU (edge scores: the CPU's)."""
+        self._check_open()
+        return self.betweenness_runners.runner(edges=edges, endpoints=endpoints)
+
+    def betweenness(self, **options: Any) -> Any:
+        """Betweenness centrality as :meth:`blest.runtime.cpu.CPUEngine.betweenness` gives it,
+        the same bits, its batches run on this GPU."""
+        from blest.reference.betweenness import brandes
+
+        self._check_open()
+        return brandes(self.graph, make_runner=self.betweenness_runner, **options)
+
     def _sample_depth(self) -> int:
         """The BFS depth from a highest-out-degree vertex (the default multi-source form's)."""
         self.bfs(int(np.argmax(self.graph.out_degree)), out="device")
@@ -408,6 +424,7 @@ class Engine(BFSEngine):
             self._serving = False
             self._served.close()
             self.many.close()
+            self.betweenness_runners.close()
             for path in (self._captured, self._fused):
                 if path is not None:
                     path.close()

@@ -286,6 +286,16 @@ def _multi_source(data: Any) -> dict[str, Any] | None:
     return out
 
 
+def _betweenness(data: Any) -> dict[str, Any] | None:
+    """The betweenness choice (betweenness workload), checked; None when absent."""
+    if data is None:
+        return None
+    from blest.codegen.bcspec import BCSpec
+
+    spec, block, _ = _spec_and_block(data, "betweenness", BCSpec)
+    return {"spec": spec.to_dict(), "block_size": block}
+
+
 def _dense_choice(data: Any) -> dict[str, Any] | None:
     """The every-vertex choice of a multi_source section: null (the batched kernel) or the
     dense form's {spec, block_size}, checked."""
@@ -342,6 +352,7 @@ class TunedConfig:
     timing: dict[str, Any] = field(default_factory=dict)
     report: dict[str, Any] | None = None
     multi_source: dict[str, Any] | None = None  # {spec, eta, block_size} (closeness workload)
+    betweenness: dict[str, Any] | None = None  # {spec, block_size} (betweenness workload)
     blest_version: str = __version__
     created: str = field(default_factory=_now)
     path: Path | None = field(default=None, compare=False)
@@ -382,6 +393,7 @@ class TunedConfig:
             "timing": self.timing,
             "report": self.report,
             "multi_source": self.multi_source,
+            "betweenness": self.betweenness,
         }
 
     @classmethod
@@ -440,6 +452,7 @@ class TunedConfig:
             timing=top.dict("timing"),
             report=report if isinstance(report, dict) else None,
             multi_source=_multi_source(data.get("multi_source")),
+            betweenness=_betweenness(data.get("betweenness")),
             blest_version=top.str("blest_version", optional=True) or "",
             created=top.str("created", optional=True) or "",
             path=path,
