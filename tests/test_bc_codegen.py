@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
-from blest.codegen.bc_render import BLOCK_SHARED_BYTES, bc_params, bc_program, render_bc
+from blest.codegen.bc_render import bc_params, bc_program, render_bc
 from blest.codegen.bcspec import (
     BC_COMBINE_KERNEL,
     BC_KERNEL,
+    BC_SHARED_BYTES,
     BCSpec,
     bc_variants,
     slot_bytes,
+    wide_vertices,
 )
 from blest.codegen.family import emit, family_of
 from blest.errors import ArgumentError
@@ -50,9 +53,14 @@ def test_json_errors():
 
 def test_slot_bytes_count_every_buffer():
     # 20 bytes per pair (level, sigma, delta) and 8 per queue entry; visited, next and the
-    # level offsets per vertex; the counters.
-    assert slot_bytes(BCSpec(8), 1000) == 28 * 8000 + 8 * 1000 + 8 * 1002 + 8 * 48
+    # level offsets (queue, wide list) per vertex; kappa wide entries per wide vertex; the
+    # counters.
+    base = 28 * 8000 + 8 * 1000 + 16 * 1002 + 8 * 48
+    assert slot_bytes(BCSpec(8), 1000) == base + 8
+    assert slot_bytes(BCSpec(8), 1000, wide=5) == base + 8 * 40
     assert slot_bytes(BCSpec(32), 1000) > slot_bytes(BCSpec(16), 1000)
+    indeg, outdeg = np.array([0, 5, 9, 2]), np.array([9, 1, 0, 2])
+    assert wide_vertices(indeg, outdeg, 5) == 3 and wide_vertices(indeg, outdeg, 0) == 4
 
 
 def test_rendering_is_deterministic_and_specific():
@@ -66,7 +74,7 @@ def test_rendering_is_deterministic_and_specific():
         for p in bc_params():
             assert f" {p.name}" in src
         program = bc_program(spec)
-        assert program.shared_bytes(10**6) == (BLOCK_SHARED_BYTES if spec.form == "block" else 0)
+        assert program.shared_bytes(10**6) == BC_SHARED_BYTES
         assert set(program.kernels) == {"bc", "combine"}
 
 

@@ -12,14 +12,16 @@ import pytest
 from cuda_cpu import build, have_compiler, run, small_zoo
 from test_paths import diamonds
 
-from blest.codegen.bc_render import BLOCK_SHARED_BYTES, bc_params, render_bc
+from blest.codegen.bc_render import bc_params, render_bc
 from blest.codegen.bcspec import (
     BC_COMBINE_KERNEL,
     BC_KERNEL,
+    BC_SHARED_BYTES,
     BC_SLOT,
     BC_SLOT_WORDS,
     BCSpec,
     bc_variants,
+    wide_vertices,
 )
 from blest.codegen.contract import CTL, CTL_WORDS
 from blest.graph.core import Graph
@@ -30,6 +32,9 @@ pytestmark = pytest.mark.skipif(not have_compiler(), reason="needs g++")
 
 THREADS = 64
 SPECS = list(bc_variants())
+#: Vertices of this many in- or out-arcs take the block path in these runs (the runner's
+#: default is far larger; the tests below also try every vertex and none).
+WIDE = 12
 
 #: What the shim lacks for these kernels: the butterfly's shuffle and IEEE double operations
 #: rounded to nearest (g++ on x86-64 neither fuses nor widens them at -O1).
@@ -52,12 +57,14 @@ def programs(tmp_path_factory):
     return {s: build(EXTRA_SHIM + render_bc(s), launches, params, [], cache) for s in SPECS}
 
 
-def fresh_state(spec: BCSpec, n: int, slots: int) -> dict[str, np.ndarray]:
-    """A slot's buffers as the runner allocates them (levels -1; masks and QEND zero), with
-    everything the kernel must not read before it writes poisoned."""
+def fresh_state(spec: BCSpec, graph: Graph, slots: int, wide_degree: int) -> dict:
+    """A slot's buffers as the runner allocates them (levels -1; masks, QEND and WEND zero),
+    with everything the kernel must not read before it writes poisoned."""
+    n = graph.n
     pairs = slots * n * spec.kappa
     slot_ctl = np.full((slots, BC_SLOT_WORDS), 0xA5A5A5A5A5A5A5A5, np.uint64)
-    slot_ctl[:, BC_SLOT["qend"]] = 0
+    slot_ctl[:, [BC_SLOT["qend"], BC_SLOT["wend"]]] = 0
+    wide_cap = max(1, spec.kappa * wide_vertices(graph.in_degree, graph.out_degree, wide_degree))
     return {
         "level": np.full(pairs, -1, np.int32),
         "sigma": np.full(pairs, np.nan),
@@ -65,24 +72,26 @@ def fresh_state(spec: BCSpec, n: int, slots: int) -> dict[str, np.ndarray]:
         "visited": np.zeros(slots * n, np.uint32),
         "next": np.zeros(slots * n, np.uint32),
         "queue": np.full(2 * pairs, 0x5A5A5A5A, np.int32),
-        "qoff": np.full(slots * (n + 2), -7, np.int64),
+        "qoff": np.full(slots * 2 * (n + 2), -7, np.int64),
+        "wide": np.full(slots * wide_cap, -9, np.int64),
         "slot_ctl": slot_ctl.reshape(-1),
-    }
+    }, wide_cap
 
 
 def run_call(exe, spec: BCSpec, graph: Graph, sources, *, endpoints=False, state=None,
-             blocks=1) -> dict:  # fmt: skip
+             blocks=1, wide_degree=WIDE) -> dict:  # fmt: skip
     """One call: every batch of ``sources`` (a power of two, or fewer than kappa) in one
     launch, then the combination; ``blocks`` blocks (the block form: one slot each)."""
     n, k = graph.n, len(sources)
     batches = -(-k // spec.kappa)
     slots = blocks if spec.form == "block" else 1
+    fresh, wide_cap = fresh_state(spec, graph, slots, wide_degree)
     arrays = {
         "out_ptr": np.asarray(graph.out_ptr, np.int64),
         "out_idx": np.asarray(graph.out_idx, np.int32),
         "in_ptr": np.asarray(graph.in_ptr, np.int64),
         "in_idx": np.asarray(graph.in_idx, np.int32),
-        **(state if state is not None else fresh_state(spec, n, slots)),
+        **(state if state is not None else fresh),
         "ctl": np.zeros(CTL_WORDS, np.uint32),
         "sources": np.asarray(sources, np.int32),
         "rows": np.full(batches * n, np.nan),
@@ -90,14 +99,15 @@ def run_call(exe, spec: BCSpec, graph: Graph, sources, *, endpoints=False, state
         "node": np.full(n, np.nan),
     }
     scalars = {"n": n, "n_sources": k, "batch_first": 0, "batch_last": batches,
-               "endpoints": int(endpoints)}  # fmt: skip
-    out = run(exe, arrays, scalars, THREADS, BLOCK_SHARED_BYTES, blocks=blocks)
+               "endpoints": int(endpoints), "wide_degree": wide_degree,
+               "wide_cap": wide_cap}  # fmt: skip
+    out = run(exe, arrays, scalars, THREADS, BC_SHARED_BYTES, blocks=blocks)
     out["rows"] = out["rows"].reshape(batches, n)
     return out
 
 
 def state_of(out: dict) -> dict:
-    names = ("level", "sigma", "delta", "visited", "next", "queue", "qoff", "slot_ctl")
+    names = ("level", "sigma", "delta", "visited", "next", "queue", "qoff", "wide", "slot_ctl")
     return {name: out[name] for name in names}
 
 
@@ -112,7 +122,8 @@ def check_call(out, spec, graph, sources, endpoints, label):
     assert out["node"].tobytes() == want.tobytes(), label
     # the state is clean for the next batch: levels -1, masks and the queue's end zero
     assert (out["level"] == -1).all() and not out["visited"].any() and not out["next"].any()
-    assert not out["slot_ctl"].reshape(-1, BC_SLOT_WORDS)[:, BC_SLOT["qend"]].any(), label
+    counters = out["slot_ctl"].reshape(-1, BC_SLOT_WORDS)
+    assert not counters[:, [BC_SLOT["qend"], BC_SLOT["wend"]]].any(), label
 
 
 def complete_grid(rows: int, cols: int) -> Graph:
@@ -135,21 +146,23 @@ def zoo(rng) -> dict[str, Graph]:
 
 
 def call_sources(rng, graph: Graph, spec: BCSpec) -> np.ndarray:
-    """A call's distinct sources: two batches, one batch, or fewer than kappa."""
-    k = int(rng.choice([2 * spec.kappa, spec.kappa, 1 << int(rng.integers(0, 3))]))
-    return rng.choice(graph.n, min(k, graph.n), replace=False).astype(np.int64)
+    """A call's distinct sources (a power of two of them): two batches, one batch, or fewer
+    than kappa."""
+    k = min(graph.n, int(rng.choice([2 * spec.kappa, spec.kappa, 1 << int(rng.integers(0, 3))])))
+    k = 1 << (k.bit_length() - 1)
+    return rng.choice(graph.n, k, replace=False).astype(np.int64)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_calls_equal_the_cpu_runner_bit_for_bit(programs, rng, spec):
     for name, graph in zoo(rng).items():
         sources = call_sources(rng, graph, spec)
-        if sources.size & (sources.size - 1) and sources.size >= spec.kappa:
-            sources = sources[: 1 << (sources.size.bit_length() - 1)]
         endpoints = bool(rng.random() < 0.5)
         blocks = 2 if spec.form == "block" else 1
-        out = run_call(programs[spec], spec, graph, sources, endpoints=endpoints, blocks=blocks)
-        check_call(out, spec, graph, sources, endpoints, f"{name} endpoints={endpoints}")
+        wide = int(rng.choice([0, WIDE, 2**40]))  # every vertex wide, hubs, none
+        out = run_call(programs[spec], spec, graph, sources, endpoints=endpoints, blocks=blocks,
+                       wide_degree=wide)  # fmt: skip
+        check_call(out, spec, graph, sources, endpoints, f"{name} endpoints={endpoints} {wide}")
 
 
 def test_a_second_call_on_the_same_buffers_gives_the_same_bits(programs, rng):

@@ -11,9 +11,11 @@ from __future__ import annotations
 import functools
 
 from blest.codegen.bcspec import (
+    BC_CHUNK_PAIRS,
     BC_COMBINE_KERNEL,
     BC_KERNEL,
     BC_MAX_ROWS,
+    BC_SHARED_BYTES,
     BC_SLOT_FIELDS,
     BC_SLOT_WORDS,
     BCSpec,
@@ -27,10 +29,8 @@ from blest.codegen.program import (
 )
 
 __all__ = ["bc_graph_params", "bc_state_params", "bc_run_params", "bc_params", "render_bc",
-           "bc_program", "SCALE_AT_EXPONENT", "BLOCK_SHARED_BYTES"]  # fmt: skip
+           "bc_program", "SCALE_AT_EXPONENT"]  # fmt: skip
 
-#: Dynamic shared memory of a block of the block form (the batch it runs).
-BLOCK_SHARED_BYTES = 16
 #: A count at or above 2**SCALE_AT_EXPONENT flags its batch (the CPU runner rescales there).
 SCALE_AT_EXPONENT = 512
 
@@ -43,6 +43,7 @@ def bc_graph_params() -> list[KernelParam]:
         KernelParam("const long long* __restrict__", "in_ptr", "n + 1 (in_csr)"),
         KernelParam("const int* __restrict__", "in_idx", "in-neighbours, ascending"),
         KernelParam("int", "n"),
+        KernelParam("long long", "wide_degree", "a vertex of this many in- or out-arcs is wide"),
     ]
 
 
@@ -55,7 +56,13 @@ def bc_state_params() -> list[KernelParam]:
         KernelParam("u32*", "visited", "slots * n source masks; zero between batches"),
         KernelParam("u32*", "next", "slots * n source masks; zero between levels"),
         KernelParam("int2*", "queue", "slots * n * KAPPA entries {vertex, source mask}"),
-        KernelParam("long long*", "qoff", "slots * (n + 2): where each level's entries start"),
+        KernelParam(
+            "long long*",
+            "qoff",
+            "slots * 2 * (n + 2): where each level starts in the queue, then in the wide list",
+        ),
+        KernelParam("long long*", "wide", "slots * wide_cap: queue positions of wide entries"),
+        KernelParam("long long", "wide_cap", "entries of a slot's wide list"),
         KernelParam("u64*", "slot_ctl", "slots * SLOT_WORDS; QEND zero between batches"),
         KernelParam("u32*", "ctl", "CTL_WORDS, zeroed before each launch"),
     ]
@@ -98,6 +105,7 @@ def _context(spec: BCSpec) -> dict:
         slot_fields=BC_SLOT_FIELDS,
         slot_words=BC_SLOT_WORDS,
         max_rows=BC_MAX_ROWS,
+        chunk_pairs=BC_CHUNK_PAIRS,
         fold_depth=BC_MAX_ROWS.bit_length(),
         scale_at_exponent=SCALE_AT_EXPONENT,
         kernel=BC_KERNEL,
@@ -111,18 +119,15 @@ def render_bc(spec: BCSpec) -> str:
     return render_file("bc_brandes.cu.j2", _context(spec))
 
 
-def _block_shared(n: int, smem_queue: int = 0) -> int:
-    return BLOCK_SHARED_BYTES
-
-
-def _grid_shared(n: int, smem_queue: int = 0) -> int:
-    return 0
+def _shared(n: int, smem_queue: int = 0) -> int:
+    return BC_SHARED_BYTES
 
 
 @functools.lru_cache(maxsize=16)
 def bc_program(spec: BCSpec) -> KernelProgram:
-    """The module of ``spec`` as the runtime loads it: roles ``"bc"`` and ``"combine"``
-    (the block form's ``"bc"`` takes :data:`BLOCK_SHARED_BYTES` of dynamic shared memory)."""
+    """The module of ``spec`` as the runtime loads it: roles ``"bc"`` (which takes
+    :data:`~blest.codegen.bcspec.BC_SHARED_BYTES` of dynamic shared memory) and
+    ``"combine"``."""
     return KernelProgram(
         family="betweenness",
         name=spec.name,
@@ -130,5 +135,5 @@ def bc_program(spec: BCSpec) -> KernelProgram:
         kernels={"bc": BC_KERNEL, "combine": BC_COMBINE_KERNEL},
         groups=_groups(),
         tables=("CTL", "SLOT"),
-        shared_bytes=_block_shared if spec.form == "block" else _grid_shared,
+        shared_bytes=_shared,
     )

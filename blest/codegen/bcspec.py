@@ -16,10 +16,15 @@ Axes (docs/variants.md):
   every block works on one batch together (a cooperative launch, grid barriers), for big
   shallow graphs whose levels hold millions of arcs.
 
+A vertex with ``wide_degree`` or more in- or out-arcs (a runtime choice) is *wide*: its
+sequential sums would hold one warp for a long chain of loads, so a whole block computes their
+terms a chunk at a time (:data:`BC_CHUNK_PAIRS`) and one lane per source adds them in order.
+
 Memory of one batch slot (:func:`slot_bytes`): levels, counts and dependencies of every
 (vertex, source) pair (4 + 8 + 8 bytes), the queue of (vertex, source mask) entries of every
 level (8 bytes, at most n x kappa of them), two masks per vertex (visited, next), the level
-offsets and :data:`BC_SLOT_WORDS` counters.
+offsets, the list of the wide vertices' entries (at most kappa per wide vertex) and
+:data:`BC_SLOT_WORDS` counters.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import ClassVar
+
+import numpy as np
 
 from blest.codegen.contract import CtlField
 from blest.codegen.program import KERNEL_PREFIX
@@ -45,6 +52,9 @@ __all__ = [
     "BC_SLOT",
     "BC_SLOT_WORDS",
     "BC_MAX_ROWS",
+    "BC_CHUNK_PAIRS",
+    "BC_SHARED_BYTES",
+    "wide_vertices",
     "bc_variants",
     "slot_bytes",
 ]
@@ -58,6 +68,10 @@ BC_KERNEL = f"{KERNEL_PREFIX}_bc"
 BC_COMBINE_KERNEL = f"{KERNEL_PREFIX}_bc_combine"
 #: Most batch rows one combination takes (the tree over them is folded in registers).
 BC_MAX_ROWS = 1 << 15
+#: (arc, source) terms a block computes at once for a wide vertex (a chunk of its arcs).
+BC_CHUNK_PAIRS = 4096
+#: Dynamic shared memory of a block: four words, then a chunk's terms.
+BC_SHARED_BYTES = 16 + 8 * BC_CHUNK_PAIRS
 
 #: Words (u64) of one batch slot's counters.
 BC_SLOT_WORDS = 48
@@ -65,6 +79,7 @@ BC_SLOT_WORDS = 48
 BC_SLOT_FIELDS: tuple[CtlField, ...] = (
     CtlField("QEND", 0, 1, "entries in the queue (every level of the batch so far)"),
     CtlField("DEPTH", 1, 1, "the deepest level of the last batch"),
+    CtlField("WEND", 2, 1, "entries in the wide list (every level of the batch so far)"),
     CtlField("REACH", 16, 32, "[KAPPA] vertices each source reaches, itself excluded"),
 )
 #: Slot counter offsets by lower-case name.
@@ -106,7 +121,20 @@ def bc_variants() -> Iterator[BCSpec]:
         yield BCSpec(kappa, form)
 
 
-def slot_bytes(spec: BCSpec, n: int) -> int:
-    """Device bytes of one batch slot on n vertices (see the module docstring)."""
+def wide_vertices(in_degree: np.ndarray, out_degree: np.ndarray, wide_degree: int) -> int:
+    """Vertices with ``wide_degree`` or more in- or out-arcs: a whole block works on each."""
+    return int(np.count_nonzero((in_degree >= wide_degree) | (out_degree >= wide_degree)))
+
+
+def slot_bytes(spec: BCSpec, n: int, wide: int = 0) -> int:
+    """Device bytes of one batch slot on n vertices of which ``wide`` are wide (see the module
+    docstring)."""
     pairs = n * spec.kappa
-    return 20 * pairs + 8 * pairs + 8 * n + 8 * (n + 2) + 8 * BC_SLOT_WORDS
+    return (
+        20 * pairs  # level, sigma, delta
+        + 8 * pairs  # the queue
+        + 8 * n  # visited, next
+        + 16 * (n + 2)  # where each level starts in the queue and in the wide list
+        + 8 * max(1, wide * spec.kappa)  # the wide list
+        + 8 * BC_SLOT_WORDS
+    )

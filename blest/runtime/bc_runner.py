@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.bc_render import bc_program
-from blest.codegen.bcspec import BC_SLOT_WORDS, BCSpec, slot_bytes
+from blest.codegen.bcspec import BC_SLOT_WORDS, BCSpec, slot_bytes, wide_vertices
 from blest.codegen.contract import CTL, CTL_WORDS
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.reference.betweenness import CPURunner, run_range
@@ -67,6 +67,7 @@ __all__ = [
     "DEEP_LEVELS",
     "GRID_ARCS",
     "MAX_WIDTH",
+    "WIDE_DEGREE",
     "cpu_rows",
     "default_choice",
     "plan_width",
@@ -91,6 +92,8 @@ DEEP_LEVELS = 64
 GRID_ARCS = 1 << 22
 DEFAULT_KAPPA = 32
 DEFAULT_BLOCK = 512
+#: Vertices of this many in- or out-arcs are worked on by a whole block (bcspec's "wide").
+WIDE_DEGREE = 2048
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ class BCRunner:
         blocks_per_sm: int | None = None,
         max_slots: int | None = None,
         endpoints: bool = False,
+        wide_degree: int = WIDE_DEGREE,
     ) -> None:
         from blest.codegen import toolchain
 
@@ -154,6 +158,9 @@ class BCRunner:
         self.graph, self.spec, self.block_size = graph, spec, int(block_size)
         self.endpoints = bool(endpoints)
         self.n = self.length = int(graph.n)
+        self.wide_degree = max(0, int(wide_degree))
+        self.wide = wide_vertices(graph.in_degree, graph.out_degree, self.wide_degree)
+        self.wide_cap = max(1, self.wide * spec.kappa)
         self.device_id, self.arch, self.device_name = toolchain.require_gpu(device)
         self._warned = self._void = False
         self.last_depth = 0
@@ -179,13 +186,14 @@ class BCRunner:
         else:  # in_csr is out_csr
             in_ptr, in_idx = out_ptr, out_idx
         self._graph = {"out_ptr": out_ptr, "out_idx": out_idx, "in_ptr": in_ptr,
-                       "in_idx": in_idx, "n": np.int32(self.n)}  # fmt: skip
+                       "in_idx": in_idx, "n": np.int32(self.n),
+                       "wide_degree": np.int64(self.wide_degree)}  # fmt: skip
 
     def _plan(self, blocks_per_sm: int | None, max_slots: int | None) -> None:
         """Slots, the launch's blocks, the width and the rows."""
         cp, spec = self._cp, self.spec
         shared = self._program.program.shared_bytes(self.n)
-        self.per_slot = slot_bytes(spec, self.n)
+        self.per_slot = slot_bytes(spec, self.n, self.wide)
         per_sm = self._program.occupancy("bc", self.block_size, shared)
         if blocks_per_sm is not None:
             per_sm = min(per_sm, int(blocks_per_sm))
@@ -226,7 +234,9 @@ class BCRunner:
             "visited": cp.zeros(slots * n, dtype=cp.uint32),
             "next": cp.zeros(slots * n, dtype=cp.uint32),
             "queue": cp.empty(2 * pairs, dtype=cp.int32),
-            "qoff": cp.empty(slots * (n + 2), dtype=cp.int64),
+            "qoff": cp.empty(slots * 2 * (n + 2), dtype=cp.int64),
+            "wide": cp.empty(slots * self.wide_cap, dtype=cp.int64),
+            "wide_cap": np.int64(self.wide_cap),
             "slot_ctl": cp.zeros(slots * BC_SLOT_WORDS, dtype=cp.uint64),
             "ctl": self._ctl,
         }
