@@ -91,7 +91,10 @@ def test_load_tuned_applies_the_choice(tuned, monkeypatch):
 
 def test_width_default_and_candidates():
     assert plan_width(1, 32) == 128 and plan_width(1, 8) == 32
-    assert plan_width(264, 32) == 4096 and plan_width(3, 16) == 128 and plan_width(5, 8) == 128
+    assert plan_width(264, 32) == 32768 and plan_width(3, 16) == 128 and plan_width(5, 8) == 128
+    assert plan_width(10**5, 8) == 32768  # at most MAX_WIDTH
+    assert plan_width(264, 32, 10**6, 64 * 8 * 10**6) == 2048  # 64 rows of a million vertices
+    assert plan_width(264, 32, 10**6, 0) == 32  # at least one batch
     assert all(plan_width(s, k) & (plan_width(s, k) - 1) == 0 for s in (1, 7, 99) for k in (8, 32))
     assert default_choice(115_000, 239_000, 1000).spec == BCSpec(32, "block")  # deep
     assert default_choice(22_000, 342_000, 11).spec == BCSpec(32, "block")  # small

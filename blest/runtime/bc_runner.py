@@ -6,9 +6,10 @@
 bits as :class:`~blest.reference.betweenness.CPURunner`. It uploads the graph in the user's ids
 (out_csr and in_csr; one copy when undirected), keeps the batch slots (one for the grid form;
 for the block form one per resident block, as many as fit in half of the free memory: "N slots
-of X MiB", :meth:`BCRunner.memory_summary`) and a row of n per batch of a call. A call is one
-launch of ``"bc"`` for its batches (split into several, of about a quarter second each, when
-they run long: progress and Ctrl-C are handled between calls and launches), one of
+of X MiB", :meth:`BCRunner.memory_summary`) and a row of n per batch of a call (the width:
+:func:`plan_width`). A call is one or a few launches of ``"bc"`` for its batches (a wave of the
+slots at first, then about a quarter second each: progress and Ctrl-C are handled between
+calls and launches), one of
 ``"combine"`` for the tree over their rows, and one copy of the control block, the batches'
 flags and the node to the host. A batch whose counts reach 2^512 is flagged by the kernel (the
 CPU runner rescales such counts); its row is computed by the CPU runner instead and the rows
@@ -25,9 +26,10 @@ matching lane), so about 24 bytes per arc per source reach L2 or memory when f i
 up to a 32-byte sector per lane when the sources share nothing. Every level costs three
 barriers of the team (discover, settle, backward): block barriers in the block form, grid
 barriers (a few microseconds each) in the grid form. The sums are sequential per lane, in arc
-order: a vertex of degree d costs its lane d / UNROLL dependent rounds of loads, so a hub of
-kron-21 (about 10^5 arcs) costs each level that settles it some milliseconds. Predictions for
-one H200 (3 to 4 TB/s):
+order: a vertex of degree d costs its lane d / 8 dependent rounds of loads, so a vertex of
+``wide_degree`` (2,048) or more arcs is worked on by a whole block instead, 4,096 (arc, source)
+terms a round (a hub of kron-21, about 10^5 arcs, then costs each level that settles it about
+a millisecond rather than tens). Predictions for one H200 (3 to 4 TB/s):
 
 * musae_facebook (22K vertices, 342K arcs, ~11 levels), every source: 22K x 342K arc-sources
   x ~24 bytes = ~180 GB, some 60 ms of traffic, in the block form (700 batches of 32 over
@@ -37,8 +39,8 @@ one H200 (3 to 4 TB/s):
   per batch some 3,000 block barriers and level latencies of a few microseconds each: the
   slots (several hundred blocks at once) hide them;
 * kron-21 (2.1M, 63.5M, ~7 levels), k = 100: four batches in the grid form, each ~7 x 3 grid
-  barriers and ~60 GB (f near 3, a lane's level read on every arc), plus the hubs' sequential
-  sums: 0.1 to 0.3 s.
+  barriers and ~60 GB (f near 3, a lane's level read on every arc), plus the hubs' chunks:
+  0.1 to 0.3 s.
 """
 
 from __future__ import annotations
@@ -73,8 +75,10 @@ __all__ = [
     "plan_width",
 ]
 
-#: The widest call a runner takes (sources).
-MAX_WIDTH = 4096
+#: The widest call a runner takes (sources): enough batches for several hundred slots.
+MAX_WIDTH = 1 << 15
+#: Share of the free device memory a call's rows (one of n float64 per batch) may take.
+ROWS_MEMORY_SHARE = 0.125
 #: Batches of a call per slot the width aims at (so that blocks that finish early take more).
 BATCHES_PER_SLOT = 4
 #: Share of the free device memory the slots may take.
@@ -111,11 +115,15 @@ def default_choice(n: int, arcs: int, depth: int) -> BCChoice:
     return BCChoice(BCSpec(DEFAULT_KAPPA, form), DEFAULT_BLOCK if form == "block" else 1024)
 
 
-def plan_width(slots: int, kappa: int) -> int:
+def plan_width(slots: int, kappa: int, n: int = 0, rows_bytes: int | None = None) -> int:
     """The width of a runner of ``slots`` slots: the largest power of two up to
-    BATCHES_PER_SLOT batches of kappa per slot, at most MAX_WIDTH and at least kappa."""
+    BATCHES_PER_SLOT batches of kappa per slot, at most MAX_WIDTH, and (given n and
+    ``rows_bytes``) whose rows, n float64 per batch, fit ``rows_bytes``; at least kappa."""
     most = max(kappa, min(MAX_WIDTH, slots * kappa * BATCHES_PER_SLOT))
-    return 1 << (most.bit_length() - 1)
+    width = 1 << (most.bit_length() - 1)
+    while width > kappa and rows_bytes is not None and 8 * n * (width // kappa) > rows_bytes:
+        width >>= 1
+    return width
 
 
 def cpu_rows(
@@ -206,7 +214,9 @@ class BCRunner:
             self.slots = self.grid = max(1, min(blocks, fit, max_slots or blocks))
         if blocks < 1:
             raise GPUUnavailableError(f"{spec.name} cannot run {self.block_size} threads here")
-        self.width = plan_width(self.slots, spec.kappa)
+        free, _ = cp.cuda.runtime.memGetInfo()
+        rows = int(ROWS_MEMORY_SHARE * free)
+        self.width = plan_width(self.slots, spec.kappa, self.n, rows)
         self.max_rows = max(1, self.width // spec.kappa)
         self.shared = shared
 
@@ -225,8 +235,9 @@ class BCRunner:
         self._rows = cp.empty(self.max_rows * n, dtype=cp.float64)
         self._sources = cp.zeros(self.width, dtype=cp.int32)
         self._host_ctl = pinned_array(cp, CTL_WORDS, np.uint32)
-        # Batches a launch takes: the block form a whole call, the grid form one at first.
-        self._step = self.max_rows if self.spec.form == "block" else 1
+        # Batches a launch takes at first: a wave of the slots (the grid form: one); then what
+        # fits LAUNCH_SECONDS.
+        self._step = self.slots
         state = {
             "level": cp.full(pairs, -1, dtype=cp.int32),
             "sigma": cp.empty(pairs, dtype=cp.float64),

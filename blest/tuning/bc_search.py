@@ -59,6 +59,7 @@ class BCTimed:
     seconds_per_source: float | None = None
     error: str | None = None
     sources: int = 0
+    memory: str | None = None  # the runner's memory_summary()
 
     def to_dict(self) -> dict[str, Any]:
         rate = self.seconds_per_source
@@ -67,6 +68,7 @@ class BCTimed:
             "label": self.candidate.label,
             "us_per_source": None if rate is None else rate * 1e6,
             "sources_timed": self.sources,
+            "memory": self.memory,
             "error": self.error,
         }
 
@@ -92,9 +94,10 @@ class _TooSlow(Exception):
 
 def time_candidate(
     graph: Graph, c: BCCandidate, sources: np.ndarray, limit_s: float | None = None
-) -> tuple[float, int]:
-    """(seconds per source, sources timed) of one warm run over ``sources`` on the GPU. With
-    ``limit_s``, the run stops after the first call that ends past it (the rate so far)."""
+) -> tuple[float, int, str]:
+    """(seconds per source, sources timed, the runner's memory summary) of one warm run over
+    ``sources`` on the GPU. With ``limit_s``, the run stops after the first call that ends past
+    it (the rate so far)."""
     from blest.reference.betweenness import run_range
     from blest.runtime.bc_runner import BCRunner
 
@@ -113,7 +116,8 @@ def time_candidate(
             run_range(runner, sources, 0, sources.size, watch)
         except _TooSlow:
             pass
-        return (time.perf_counter() - t0) / max(reached[0], 1), reached[0]
+        seconds = time.perf_counter() - t0
+        return seconds / max(reached[0], 1), reached[0], runner.memory_summary()
     finally:
         runner.close()
 
@@ -138,8 +142,8 @@ class _Search:
         if best is not None and best.seconds_per_source is not None:
             limit = max(0.2, GIVE_UP * best.seconds_per_source * self.sources.size)
         try:
-            secs, count = time_candidate(self.graph, c, self.sources, limit)
-            self.results.append(BCTimed(c, secs, sources=count))
+            secs, count, memory = time_candidate(self.graph, c, self.sources, limit)
+            self.results.append(BCTimed(c, secs, sources=count, memory=memory))
         except Exception as exc:  # recorded: a candidate that cannot run is not fatal
             self.results.append(BCTimed(c, None, f"{type(exc).__name__}: {exc}"[:300]))
 
