@@ -277,7 +277,7 @@ class BCRunner:
         k = int(src.size)
         if src.ndim != 1 or not 1 <= k <= self.width or (k & (k - 1)):
             raise ArgumentError(
-                f"a call takes 2^j <= {self.width} sources, got {src.shape} of them"
+                f"a call takes a 1-D array of 2^j <= {self.width} sources, got shape {src.shape}"
             )
         if src.min() < 0 or src.max() >= self.n:
             raise ArgumentError(f"sources must be vertex ids in 0 .. {self.n - 1}")
