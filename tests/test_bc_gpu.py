@@ -67,8 +67,9 @@ def test_calls_equal_the_cpu_runner_bit_for_bit(zoo, spec):
     rng, graphs = zoo
     for name, graph in graphs.items():
         slots = int(rng.choice([1, 3, 64]))
+        wide = [None, 0, 8, 64][int(rng.integers(4))]  # the form's default, all, some
         runner = _runner(graph, spec, block_size=int(rng.choice([256, 512, 1024])),
-                         max_slots=slots)  # fmt: skip
+                         max_slots=slots, wide_degree=wide)  # fmt: skip
         try:
             _poison(runner)
             for endpoints in (False, True):
@@ -77,7 +78,7 @@ def test_calls_equal_the_cpu_runner_bit_for_bit(zoo, spec):
                 ours = run_range(_Ends(runner, endpoints), sources, 0, sources.size)
                 want = run_range(cpu, sources, 0, sources.size)
                 got = combine(ours, sources.size)
-                assert got.tobytes() == combine(want, sources.size).tobytes(), (name, endpoints)
+                assert got.tobytes() == combine(want, sources.size).tobytes(), (name, wide)
                 node = runner.run_batch(sources[:1], endpoints=endpoints)
                 assert node.tobytes() == cpu.run_batch(sources[:1]).tobytes(), name
         finally:

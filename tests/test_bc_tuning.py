@@ -49,13 +49,19 @@ def test_betweenness_workload_without_a_gpu(tuned):
 def test_section_round_trip_and_checks(tuned):
     _, path = tuned
     cfg = TunedConfig.read(path)
-    cfg.betweenness = {"spec": BCSpec(16, "grid").to_dict(), "block_size": 1024}
+    cfg.betweenness = {"spec": BCSpec(16, "grid").to_dict(), "block_size": 1024,
+                       "wide_degree": 512}  # fmt: skip
     cfg.write(path)
     assert TunedConfig.read(path).betweenness == cfg.betweenness
     data = json.loads(path.read_text())
+    del data["betweenness"]["wide_degree"]  # absent: the form's default
+    path.write_text(json.dumps(data))
+    assert TunedConfig.read(path).betweenness["wide_degree"] is None
+    data = json.loads(path.read_text())
     for bad in ({"spec": {"kappa": 64}, "block_size": 256},
                 {"spec": BCSpec().to_dict(), "block_size": 100},
-                {"spec": BCSpec().to_dict()}, [1]):  # fmt: skip
+                {"spec": BCSpec().to_dict()}, [1],
+                {"spec": BCSpec().to_dict(), "block_size": 256, "wide_degree": -1}):  # fmt: skip
         data["betweenness"] = bad
         path.write_text(json.dumps(data))
         with pytest.raises(ConfigError, match="betweenness"):
@@ -65,13 +71,14 @@ def test_section_round_trip_and_checks(tuned):
 def test_load_tuned_applies_the_choice(tuned, monkeypatch):
     _, path = tuned
     cfg = TunedConfig.read(path)
-    cfg.betweenness = {"spec": BCSpec(8, "block").to_dict(), "block_size": 256}
+    cfg.betweenness = {"spec": BCSpec(8, "block").to_dict(), "block_size": 256,
+                       "wide_degree": 64}  # fmt: skip
     cfg.write(path)
     seen = {}
 
     class FakeRunners:
-        def configure(self, spec, block_size):
-            seen.update(spec=spec, block_size=block_size)
+        def configure(self, spec, block_size, wide_degree):
+            seen.update(spec=spec, block_size=block_size, wide_degree=wide_degree)
 
     class FakeEngine:
         device_name = "NVIDIA H200"
@@ -86,7 +93,7 @@ def test_load_tuned_applies_the_choice(tuned, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         blest.load_tuned(path, device="gpu")
-    assert seen == {"spec": BCSpec(8, "block"), "block_size": 256}
+    assert seen == {"spec": BCSpec(8, "block"), "block_size": 256, "wide_degree": 64}
 
 
 def test_width_default_and_candidates():
@@ -96,14 +103,16 @@ def test_width_default_and_candidates():
     assert plan_width(264, 32, 10**6, 64 * 8 * 10**6) == 2048  # 64 rows of a million vertices
     assert plan_width(264, 32, 10**6, 0) == 32  # at least one batch
     assert all(plan_width(s, k) & (plan_width(s, k) - 1) == 0 for s in (1, 7, 99) for k in (8, 32))
-    assert default_choice(115_000, 239_000, 1000).spec == BCSpec(32, "block")  # deep
+    assert default_choice(115_000, 239_000, 1000) == BCChoice(BCSpec(32, "block"), 512, 256)
     assert default_choice(22_000, 342_000, 11).spec == BCSpec(32, "block")  # small
-    assert default_choice(2_100_000, 63_500_000, 7).spec == BCSpec(32, "grid")  # big, shallow
+    big = default_choice(2_100_000, 63_500_000, 7)  # big, shallow
+    assert big == BCChoice(BCSpec(32, "grid"), 1024, 2048)
     deep = bc_candidates(115_000, 239_000, 1000)
     shallow = bc_candidates(2_100_000, 63_500_000, 7)
     assert deep[0].spec == BCSpec(32, "block") and shallow[0].spec == BCSpec(32, "grid")
     assert len(set(deep)) == len(deep) == 15
     assert {c.spec for c in deep} == {c.spec for c in shallow}
+    assert {(c.spec.form, c.wide_degree) for c in deep} == {("block", 256), ("grid", 2048)}
 
 
 def test_cpu_rows_are_the_batches_nodes(rng):
@@ -124,8 +133,8 @@ class FakeRunner:
 
     built: list = []
 
-    def __init__(self, graph, spec, *, device, block_size):
-        FakeRunner.built.append((spec, block_size, device))
+    def __init__(self, graph, spec, *, device, block_size, wide_degree):
+        FakeRunner.built.append((spec, block_size, device, wide_degree))
         self.graph, self.width, self.length = graph, 64, graph.n
         self.closed = False
 
@@ -145,7 +154,7 @@ def test_an_engines_runners(rng, monkeypatch):
     with pytest.warns(RuntimeWarning, match="not tuned for betweenness.*bc_k32_block"):
         plain = runners.runner(endpoints=False)
     ends = runners.runner(endpoints=True)
-    assert depths == [1] and FakeRunner.built == [(BCSpec(32, "block"), 512, 3)]  # built once
+    assert depths == [1] and FakeRunner.built == [(BCSpec(32, "block"), 512, 3, 256)]  # once
     src = rng.choice(g.n, 16, replace=False)
     assert plain.run_batch(src).tobytes() == CPURunner(g).run_batch(src).tobytes()
     want = CPURunner(g, endpoints=True).run_batch(src)
@@ -155,10 +164,13 @@ def test_an_engines_runners(rng, monkeypatch):
     assert isinstance(edges, CPURunner) and edges.length == g.n + g.nnz
     first = runners._runner
     runners.configure(BCSpec(8, "grid"), 1024)
-    assert first.closed and runners.choice == BCChoice(BCSpec(8, "grid"), 1024)
+    assert first.closed and runners.choice == BCChoice(BCSpec(8, "grid"), 1024, 2048)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # configured: no warning
         runners.runner()
-    assert FakeRunner.built[-1] == (BCSpec(8, "grid"), 1024, 3)
+    assert FakeRunner.built[-1] == (BCSpec(8, "grid"), 1024, 3, 2048)
+    runners.configure(BCSpec(16, "block"), 256, 99)
+    runners.runner()
+    assert FakeRunner.built[-1] == (BCSpec(16, "block"), 256, 3, 99)
     runners.close()
     assert runners._runner is None

@@ -27,7 +27,8 @@ up to a 32-byte sector per lane when the sources share nothing. Every level cost
 barriers of the team (discover, settle, backward): block barriers in the block form, grid
 barriers (a few microseconds each) in the grid form. The sums are sequential per lane, in arc
 order: a vertex of degree d costs its lane d / 8 dependent rounds of loads, so a vertex of
-``wide_degree`` (2,048) or more arcs is worked on by a whole block instead, 4,096 (arc, source)
+``wide_degree`` or more arcs (2,048 in the grid form, 256 in the block form; tuned) is worked on by
+a whole block instead, 4,096 (arc, source)
 terms a round (a hub of kron-21, about 10^5 arcs, then costs each level that settles it about
 a millisecond rather than tens). Predictions for one H200 (3 to 4 TB/s):
 
@@ -72,6 +73,7 @@ __all__ = [
     "WIDE_DEGREE",
     "cpu_rows",
     "default_choice",
+    "default_wide_degree",
     "plan_width",
 ]
 
@@ -96,23 +98,33 @@ DEEP_LEVELS = 64
 GRID_ARCS = 1 << 22
 DEFAULT_KAPPA = 32
 DEFAULT_BLOCK = 512
-#: Vertices of this many in- or out-arcs are worked on by a whole block (bcspec's "wide").
+#: Vertices of this many in- or out-arcs are worked on by a whole block (bcspec's "wide"): the
+#: grid form's default (a level of a big graph holds many such vertices, which warps take in
+#: parallel), and the block form's (where a level's few entries wait for the longest sum).
 WIDE_DEGREE = 2048
+BLOCK_WIDE_DEGREE = 256
 
 
 @dataclass(frozen=True)
 class BCChoice:
-    """The betweenness kernel of an engine and its block size."""
+    """The betweenness kernel of an engine, its block size and its wide degree."""
 
     spec: BCSpec
     block_size: int = DEFAULT_BLOCK
+    wide_degree: int = WIDE_DEGREE
+
+
+def default_wide_degree(spec: BCSpec) -> int:
+    """The wide degree a form takes unless told otherwise."""
+    return BLOCK_WIDE_DEGREE if spec.form == "block" else WIDE_DEGREE
 
 
 def default_choice(n: int, arcs: int, depth: int) -> BCChoice:
     """The variant an engine runs when no config chose one: kappa 32, the block form on deep or
     small graphs, the grid form on big shallow ones."""
-    form = "grid" if depth < DEEP_LEVELS and arcs >= GRID_ARCS else "block"
-    return BCChoice(BCSpec(DEFAULT_KAPPA, form), DEFAULT_BLOCK if form == "block" else 1024)
+    spec = BCSpec(DEFAULT_KAPPA, "grid" if depth < DEEP_LEVELS and arcs >= GRID_ARCS else "block")
+    block = DEFAULT_BLOCK if spec.form == "block" else 1024
+    return BCChoice(spec, block, default_wide_degree(spec))
 
 
 def plan_width(slots: int, kappa: int, n: int = 0, rows_bytes: int | None = None) -> int:
@@ -153,7 +165,7 @@ class BCRunner:
         blocks_per_sm: int | None = None,
         max_slots: int | None = None,
         endpoints: bool = False,
-        wide_degree: int = WIDE_DEGREE,
+        wide_degree: int | None = None,
     ) -> None:
         from blest.codegen import toolchain
 
@@ -166,7 +178,8 @@ class BCRunner:
         self.graph, self.spec, self.block_size = graph, spec, int(block_size)
         self.endpoints = bool(endpoints)
         self.n = self.length = int(graph.n)
-        self.wide_degree = max(0, int(wide_degree))
+        wide = default_wide_degree(spec) if wide_degree is None else wide_degree
+        self.wide_degree = max(0, int(wide))
         self.wide = wide_vertices(graph.in_degree, graph.out_degree, self.wide_degree)
         self.wide_cap = max(1, self.wide * spec.kappa)
         self.device_id, self.arch, self.device_name = toolchain.require_gpu(device)
@@ -386,10 +399,14 @@ class BCRunners:
         self.choice: BCChoice | None = None
         self._runner: BCRunner | None = None
 
-    def configure(self, spec: BCSpec, block_size: int = DEFAULT_BLOCK) -> None:
-        """Choose the variant (a tuned config does this)."""
+    def configure(
+        self, spec: BCSpec, block_size: int = DEFAULT_BLOCK, wide_degree: int | None = None
+    ) -> None:
+        """Choose the variant (a tuned config does this); ``wide_degree`` None: the form's
+        default."""
         self.close()
-        self.choice = BCChoice(spec, int(block_size))
+        wide = default_wide_degree(spec) if wide_degree is None else int(wide_degree)
+        self.choice = BCChoice(spec, int(block_size), wide)
 
     def runner(self, *, edges: bool = False, endpoints: bool = False) -> Any:
         """A batch runner: the GPU's, or for edge scores the CPU runner."""
@@ -400,7 +417,11 @@ class BCRunners:
                 self.choice = self._default()
             c = self.choice
             self._runner = BCRunner(
-                self.graph, c.spec, device=self.device_id, block_size=c.block_size
+                self.graph,
+                c.spec,
+                device=self.device_id,
+                block_size=c.block_size,
+                wide_degree=c.wide_degree,
             )
         return _Bound(self._runner, bool(endpoints))
 

@@ -40,17 +40,23 @@ BLOCKS = {"block": (512, 256, 1024), "grid": (1024, 512)}
 GIVE_UP = 3.0
 
 
+#: Wide degrees the best candidate is tried at after the coarse pass.
+WIDE_GRID = (64, 256, 1024, 2048, 8192)
+
+
 @dataclass(frozen=True)
 class BCCandidate:
     spec: BCSpec
     block_size: int
+    wide_degree: int
 
     @property
     def label(self) -> str:
-        return f"{self.spec.name} b{self.block_size}"
+        return f"{self.spec.name} b{self.block_size} w{self.wide_degree}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"spec": self.spec.to_dict(), "block_size": self.block_size}
+        return {"spec": self.spec.to_dict(), "block_size": self.block_size,
+                "wide_degree": self.wide_degree}  # fmt: skip
 
 
 @dataclass
@@ -74,9 +80,10 @@ class BCTimed:
 
 
 def bc_candidates(n: int, arcs: int, depth: int) -> list[BCCandidate]:
-    """Every candidate, the most promising first: the default's form (see the module
-    docstring) at kappa 32, 16, 8, then the other form."""
-    from blest.runtime.bc_runner import default_choice
+    """The coarse pass, the most promising first: the default's form (see the module
+    docstring) at kappa 32, 16, 8, then the other form; each form at its default wide degree
+    (:data:`WIDE_GRID` refines the best)."""
+    from blest.runtime.bc_runner import default_choice, default_wide_degree
 
     first = default_choice(n, arcs, depth).spec.form
     forms = (first, "grid" if first == "block" else "block")
@@ -84,7 +91,8 @@ def bc_candidates(n: int, arcs: int, depth: int) -> list[BCCandidate]:
     for form in forms:
         for block in BLOCKS[form]:
             for kappa in sorted(BC_KAPPAS, reverse=True):
-                out.append(BCCandidate(BCSpec(kappa, form), block))
+                spec = BCSpec(kappa, form)
+                out.append(BCCandidate(spec, block, default_wide_degree(spec)))
     return out
 
 
@@ -101,7 +109,7 @@ def time_candidate(
     from blest.reference.betweenness import run_range
     from blest.runtime.bc_runner import BCRunner
 
-    runner = BCRunner(graph, c.spec, block_size=c.block_size)
+    runner = BCRunner(graph, c.spec, block_size=c.block_size, wide_degree=c.wide_degree)
     t0, reached = 0.0, [0]
 
     def watch(done: int, total: int) -> None:
@@ -147,15 +155,23 @@ class _Search:
         except Exception as exc:  # recorded: a candidate that cannot run is not fatal
             self.results.append(BCTimed(c, None, f"{type(exc).__name__}: {exc}"[:300]))
 
+    def _left(self, share: float) -> bool:
+        return time.perf_counter() - self.start < share * self.budget_s
+
     def run(self, candidates: Sequence[BCCandidate]) -> BCTimed:
         for i, c in enumerate(candidates):
-            if i and time.perf_counter() - self.start > self.budget_s:
+            if i and not self._left(0.8):
                 break
             self.time(c)
         best = self.best()
         if best is None:
             raise RuntimeError("no betweenness candidate ran; see the timing table")
-        return best
+        lead = best.candidate
+        for wide in WIDE_GRID:  # the wide degree of the leader, in the rest of the budget
+            c = BCCandidate(lead.spec, lead.block_size, wide)
+            if self._left(1.0) and all(r.candidate != c for r in self.results):
+                self.time(c)
+        return self.best() or best
 
 
 def search_betweenness(

@@ -292,8 +292,9 @@ def _betweenness(data: Any) -> dict[str, Any] | None:
         return None
     from blest.codegen.bcspec import BCSpec
 
-    spec, block, _ = _spec_and_block(data, "betweenness", BCSpec)
-    return {"spec": spec.to_dict(), "block_size": block}
+    spec, block, f = _spec_and_block(data, "betweenness", BCSpec)
+    wide = f.int("wide_degree", optional=True)  # absent: the form's default
+    return {"spec": spec.to_dict(), "block_size": block, "wide_degree": wide}
 
 
 def _dense_choice(data: Any) -> dict[str, Any] | None:
@@ -352,7 +353,7 @@ class TunedConfig:
     timing: dict[str, Any] = field(default_factory=dict)
     report: dict[str, Any] | None = None
     multi_source: dict[str, Any] | None = None  # {spec, eta, block_size} (closeness workload)
-    betweenness: dict[str, Any] | None = None  # {spec, block_size} (betweenness workload)
+    betweenness: dict[str, Any] | None = None  # {spec, block_size, wide_degree} (betweenness)
     blest_version: str = __version__
     created: str = field(default_factory=_now)
     path: Path | None = field(default=None, compare=False)

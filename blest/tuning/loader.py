@@ -109,7 +109,7 @@ def load_tuned(
         from blest.codegen.bcspec import BCSpec
 
         bc = cfg.betweenness
-        runners.configure(BCSpec.from_dict(bc["spec"]), bc["block_size"])
+        runners.configure(BCSpec.from_dict(bc["spec"]), bc["block_size"], bc["wide_degree"])
     _warn_if_foreign(cfg, engine)
     return engine
 
