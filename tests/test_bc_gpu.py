@@ -216,3 +216,29 @@ def test_mpirun_ranks_match_one_gpu(zoo, tmp_path):
     one = blest.betweenness(blest.Graph.from_arcs(src, graph.out_idx, graph.n, directed=True),
                             device=0)  # fmt: skip
     assert np.load(tmp_path / "s.npy").tobytes() == one.tobytes()
+
+
+def test_the_betweenness_workload_tunes_and_loads(tmp_path, zoo):
+    """blest-tune --workload betweenness picks a variant by timing; the loaded engine runs it,
+    and its scores equal the CPU's bit for bit."""
+    import json
+
+    from blest.cli import tune_main
+    from blest.datasets import write_mtx
+
+    rng, graphs = zoo
+    g = graphs["power_law"]
+    write_mtx(g, tmp_path / "g.mtx")
+    cfg = tmp_path / "g.blest.json"
+    argv = [str(tmp_path / "g.mtx"), "-o", str(cfg), "--workload", "betweenness", "--budget", "4"]
+    assert tune_main([*argv, "-q"]) == 0
+    data = json.loads(cfg.read_text())
+    assert data["tuned"] is True and data["betweenness"] is not None
+    assert data["timing"]["workload"] == "betweenness" and data["timing"]["bc_candidates"]
+    eng = blest.load_tuned(cfg)
+    runner = eng.betweenness_runner().runner
+    assert runner.spec == BCSpec.from_dict(data["betweenness"]["spec"])
+    assert runner.wide_degree == data["betweenness"]["wide_degree"]
+    got = eng.betweenness(endpoints=True)
+    eng.close()
+    assert got.tobytes() == brandes(g, endpoints=True).tobytes()
