@@ -208,3 +208,26 @@ def test_a_void_launch_and_the_argument_checks(shim, rng):
     runner._program.fail = False
     with pytest.raises(EngineError, match="failed before"):
         runner.run_batch(np.array([3, 4]))
+
+
+def test_the_search_times_candidates_and_refines_the_leaders_wide_degree(shim, rng, monkeypatch):
+    """The tuner's search over the stand-in: candidates in order, each on the same sample,
+    then the leader at other wide degrees; errors recorded, not raised."""
+    from blest.tuning import bc_search
+
+    graph = make_power_law(rng, 40)
+    order = [bc_search.BCCandidate(spec, 64, 256) for spec in SPECS]
+    monkeypatch.setattr(bc_search, "bc_candidates", lambda n, arcs, depth: order)
+    monkeypatch.setattr(bc_search, "WIDE_GRID", (4, 256, 2048))
+    best, table = bc_search.search_betweenness(graph, 5, budget_s=60.0, sample=16)
+    assert [r.candidate for r in table][:2] == order
+    assert all(r.error is None and r.sources >= 1 for r in table), table
+    assert table[0].sources == np.unique(bc_search.sample_sources(graph.n, 16)).size
+    lead = min(table[:2], key=lambda r: r.seconds_per_source).candidate
+    assert [r.candidate for r in table[2:]] == [  # the leader at the wide degrees not timed
+        bc_search.BCCandidate(lead.spec, 64, w) for w in (4, 2048)
+    ]
+    assert best.seconds_per_source == min(r.seconds_per_source for r in table)
+    assert all("slot" in r.memory for r in table)
+    row = best.to_dict()
+    assert row["spec"] == best.candidate.spec.to_dict() and row["us_per_source"] > 0

@@ -21,6 +21,7 @@ import numpy as np
 
 from blest.codegen.bcspec import BC_KAPPAS, BCSpec
 from blest.graph.core import Graph
+from blest.tuning.multi import sample_sources
 
 __all__ = [
     "BCCandidate",
@@ -186,7 +187,6 @@ def search_betweenness(
     in windows of consecutive ids, in increasing order)."""
     from blest.codegen.compile import compile_many
     from blest.codegen.toolchain import require_gpu
-    from blest.tuning.multi import sample_sources
 
     say = progress or (lambda m: None)
     candidates = bc_candidates(graph.n, graph.nnz, depth)
