@@ -394,7 +394,9 @@ class Engine(BFSEngine):
     def betweenness_runner(self, *, edges: bool = False, endpoints: bool = False) -> Any:
         """The batch runner of ``betweenness`` on this GPU (edge scores: the CPU's)."""
         self._check_open()
-        return self.betweenness_runners.runner(edges=edges, endpoints=endpoints)
+        with self._lock:
+            self._served.stop()  # a serving kernel would hold the SMs
+            return self.betweenness_runners.runner(edges=edges, endpoints=endpoints)
 
     def betweenness(self, **options: Any) -> Any:
         """Betweenness centrality as :meth:`blest.runtime.cpu.CPUEngine.betweenness` gives it,
