@@ -38,12 +38,12 @@ from blest.graph.classify import default_ordering
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
 from blest.reference.centrality import closeness_from_sums, source_sums
+from blest.runtime.device_ordering import device_ordering
 from blest.runtime.engine import Engine
 from blest.runtime.many import DenseChoice
 from blest.runtime.ms_runner import MSRunner
-from blest.runtime.ordering import compute_ordering
-from blest.tuning.multi import MSCandidate, search_every_vertex, search_multi_source
-from blest.tuning.protocol import timing_sources
+from blest.tuning.ms_search import MSCandidate, search_every_vertex, search_multi_source
+from blest.tuning.timing import timing_sources
 
 SS_SPECS = {
     32: [VariantSpec(32, "eager", switching=False)],
@@ -63,7 +63,7 @@ class Prepare:
         self.graph = anchor_graph(name)
         order = default_ordering(self.graph)
         t0 = time.perf_counter()
-        self.perm = compute_ordering(self.graph, order, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
+        self.perm = device_ordering(self.graph, order, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
         self.order_s = time.perf_counter() - t0
         self.cache: dict[int, Prepared] = {}
 
@@ -182,7 +182,7 @@ def closeness(names: list[str], budget: float, with_nk: bool) -> list[dict]:
             if dense:  # compiled and allocated before the clock starts
                 eng.many.dense_runner()
             else:
-                eng.ms_runner(reverse=p.graph.directed)
+                eng.many.runner(reverse=p.graph.directed)
             walls = []
             for _ in range(3):  # the first call also loads CuPy kernels and packs the launch
                 t0 = time.perf_counter()
@@ -235,7 +235,7 @@ def sweep(names: list[str], forms, kappas, blocks, etas, reps: int) -> list[dict
                     try:
                         with Engine(p(DEFAULT_SIGMA), VariantSpec(DEFAULT_SIGMA)) as eng:
                             eng.many.configure(spec, eta=eta, block_size=block, dense=None)
-                            runner = eng.ms_runner(reverse=g.directed)
+                            runner = eng.many.runner(reverse=g.directed)
                             eng.closeness(check)  # warm: module, launch packing
                             walls = []
                             for _ in range(reps):

@@ -25,12 +25,12 @@ from graphs import anchor_graph
 import blest
 from blest.centrality import engine_for
 from blest.graph.ordering import permute_graph
-from blest.runtime.ordering import compute_ordering
+from blest.runtime.device_ordering import device_ordering
 
 
 def load(name: str, k: int) -> tuple[object, np.ndarray]:
     graph = anchor_graph(name)
-    graph = permute_graph(graph, compute_ordering(graph, "rcm"))
+    graph = permute_graph(graph, device_ordering(graph, "rcm"))
     rng = np.random.default_rng(2026)
     sources = np.sort(rng.choice(graph.n, size=min(k, graph.n), replace=False))
     return graph, sources

@@ -27,7 +27,7 @@ from blest.graph import jaccard as jw  # noqa: E402
 from blest.graph.bvss import build_bvss  # noqa: E402
 from blest.graph.classify import classify  # noqa: E402
 from blest.graph.ordering import permute_graph  # noqa: E402
-from blest.runtime.ordering import compute_ordering  # noqa: E402
+from blest.runtime.device_ordering import device_ordering  # noqa: E402
 
 DEFAULT = ["kron-21", "urand-20", "delaunay-20"]
 QUICK = ["kron-16", "urand-16", "delaunay-16"]
@@ -44,7 +44,7 @@ def _device(arg: str) -> int | str | None:
 def _warm_up(sigma: int, window: int, device: int | str | None) -> str:
     """Compile the GPU kernel / JIT the Numba path on a tiny graph; return what will run."""
     small = anchor_graph("kron-10")
-    perm = compute_ordering(small, "jaccard", sigma=sigma, window=window, device=device)
+    perm = device_ordering(small, "jaccard", sigma=sigma, window=window, device=device)
     if perm.notes:
         return "fallback: " + perm.notes[0]
     if device == "cpu":
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         default = classify(g).ordering
         ordering = _ordering_for(name)
         t = time.perf_counter()
-        perm = compute_ordering(g, ordering, sigma=args.sigma, window=args.window, device=device)
+        perm = device_ordering(g, ordering, sigma=args.sigma, window=args.window, device=device)
         seconds = time.perf_counter() - t
         before = build_bvss(g, args.sigma).stats()
         after = build_bvss(permute_graph(g, perm), args.sigma).stats()

@@ -3,6 +3,7 @@
     python3 benchmarks/run.py --quick            # anchors, a covering set of variants
     python3 benchmarks/run.py --graphs luxembourg_osm --variants all
     python3 benchmarks/run.py --small            # small stand-ins of the anchors
+    python3 benchmarks/run.py --quick --pull     # and the pull family (TurboBFS's) beside them
 
 Writes results.json and results.csv under --out (default ./bench-out) and prints a table; the
 paper's fixed choice (sigma=8, lazy iff U_div > 25,000, eta=10, three-run rule) is reported
@@ -24,17 +25,19 @@ import numpy as np
 from graphs import ANCHORS, QUICK, anchor_graph
 
 from blest.codegen.contract import max_block_size
+from blest.codegen.pullspec import pull_variants
 from blest.codegen.spec import VariantSpec, variants
 from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA, JACCARD_WINDOW
 from blest.graph.bvss import u_div
 from blest.graph.hops import TWO_HOP_RATIO, two_hop_arcs_bound
 from blest.graph.prepared import Prepared
+from blest.runtime.device_ordering import device_ordering
 from blest.runtime.engine_protocol import Geometry
 from blest.runtime.factory import make_engine
-from blest.runtime.ordering import compute_ordering
+from blest.runtime.pull_runner import PullRunner
 from blest.tuning.paper import paper_spec, three_run_rule
-from blest.tuning.protocol import bench_engine, scipy_ms, timing_sources
 from blest.tuning.space import block_fits
+from blest.tuning.timing import bench_engine, scipy_ms, timing_sources
 
 #: Ordering the original C++ used on each anchor.
 ORDERING = {
@@ -120,7 +123,7 @@ class Bench:
         t0 = time.perf_counter()
         perm = None
         if order != "natural":
-            perm = compute_ordering(graph, order, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
+            perm = device_ordering(graph, order, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
         order_s = time.perf_counter() - t0
         order_used = f"{perm.name if perm is not None else 'natural'} ({order_s:.2f} s)"
         bench = cls(name, graph, perm, timing_sources(graph, n_sources), {}, 0.0)
@@ -158,6 +161,13 @@ class Bench:
         )  # fmt: skip
 
 
+def _multiprocessors() -> int:
+    """The current GPU's multiprocessors."""
+    import cupy
+
+    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+
+
 def as_geometry(geometry) -> Geometry:
     """(BLOCK, BLOCKS_PER_SM, SMALL_QUEUE, GRID_BLOCKS), any tail left out, as a Geometry."""
     block, per_sm, small, grid_blocks = (tuple(geometry) + (None,) * 4)[:4]
@@ -184,7 +194,8 @@ def time_variants(b: Bench, specs: list[VariantSpec], eta: float, geometries: li
                     f" sq{eng.small_queue}" if spec.launch == "persistent" else ""
                 )
                 row["block_size"] = eng.block_size
-                row["blocks_per_sm"] = max(1, eng.grid_size // eng.sms)
+                sms = _multiprocessors()
+                row["blocks_per_sm"] = max(1, eng.grid_size // sms)
                 row["grid_blocks"] = eng.grid_size
                 row["small_queue"] = eng.small_queue
             rows.append({**b.base, **row, "kind": "variant", "spec": spec.to_dict()})
@@ -192,6 +203,32 @@ def time_variants(b: Bench, specs: list[VariantSpec], eta: float, geometries: li
                 f"  {row['variant']:<44} {row['traversal_ms']:9.3f} ms"
                 f"  depth {row['depth_mean']:.0f}  bu {row['bottom_up_levels_mean']:.1f}"
                 f"  whole {row['whole_call_ms']:.3f}",
+                flush=True,
+            )
+    return rows
+
+
+def time_pull(b: Bench, geometries: list) -> list[dict]:
+    """The pull family (docs/variants.md) by the same protocol, on the same ordering: each
+    variant levels only (the counting variants count all the same), rows of kind "pull"."""
+    rows = []
+    for spec in pull_variants():
+        for geometry in geometries:
+            g = as_geometry(geometry)
+            with PullRunner(
+                b.prepared(DEFAULT_SIGMA),
+                spec,
+                block_size=g.block_size,
+                blocks_per_sm=g.blocks_per_sm,
+                grid_blocks=g.grid_blocks,
+            ) as run:
+                row = bench_engine(run, b.graph, b.sources, b.name).to_dict()
+                row["variant"] += f" b{run.block_size}x{run.grid_size}"
+                row["block_size"], row["grid_blocks"] = run.block_size, run.grid_size
+            rows.append({**b.base, **row, "kind": "pull", "spec": spec.to_dict()})
+            print(
+                f"  {row['variant']:<44} {row['traversal_ms']:9.3f} ms"
+                f"  depth {row['depth_mean']:.0f}  whole {row['whole_call_ms']:.3f}",
                 flush=True,
             )
     return rows
@@ -230,11 +267,18 @@ def paper_row(b: Bench) -> dict:
 
 
 def run_graph(
-    name: str, specs: list[VariantSpec], n_sources: int, eta: float, geometries: list
+    name: str,
+    specs: list[VariantSpec],
+    n_sources: int,
+    eta: float,
+    geometries: list,
+    pull: bool = False,
 ) -> list[dict]:
     b = Bench.load(name, n_sources)
     rows = time_variants(b, specs, eta, geometries)
     best = min(rows, key=lambda r: r["traversal_ms"])
+    if pull:
+        rows += time_pull(b, geometries)
     rows.append(timeline(b, best, eta))
     rows.append(paper_row(b))
     cpu = scipy_ms(b.graph, b.sources[:4])
@@ -266,6 +310,14 @@ def print_summary(rows: list[dict], names: list[str]) -> None:
             f" | whole {best['whole_call_ms']:8.3f} ms | paper {paper['traversal_ms']:8.3f} ms"
             f" | C++ {cpp if cpp else '-'}"
         )
+        pulls = [r for r in rows if r["graph"] == name and r["kind"] == "pull"]
+        if pulls:
+            fast = min(pulls, key=lambda r: r["traversal_ms"])
+            print(
+                f"  {'':<16} pull {fast['variant']:<30} {fast['traversal_ms']:8.3f} ms"
+                f" {fast['traversal_ms'] / best['traversal_ms']:9.2f}x best"
+                f" | whole {fast['whole_call_ms']:8.3f} ms"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--plot", action="store_true", help="draw a PNG (needs matplotlib)")
     ap.add_argument(
+        "--pull", action="store_true", help="also time the pull family (pull_*) on each graph"
+    )
+    ap.add_argument(
         "--geometry",
         nargs="*",
         default=["256:-:-"],
@@ -293,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     geometries = [tuple(None if x == "-" else int(x) for x in g.split(":")) for g in args.geometry]
     rows: list[dict] = []
     for name in names:
-        rows += run_graph(name, specs, args.sources, args.eta, geometries)
+        rows += run_graph(name, specs, args.sources, args.eta, geometries, args.pull)
     out = Path(args.out)
     write_results(rows, out)
     print_summary(rows, names)

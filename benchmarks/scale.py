@@ -26,10 +26,10 @@ from run import _by_name
 from blest.codegen.toolchain import require_gpu
 from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA, JACCARD_WINDOW
 from blest.graph.prepared import Prepared
+from blest.runtime.device_ordering import device_ordering
 from blest.runtime.engine_protocol import Geometry
 from blest.runtime.factory import make_engine
-from blest.runtime.ordering import compute_ordering
-from blest.tuning.protocol import bench_engine, timing_sources
+from blest.tuning.timing import bench_engine, timing_sources
 
 #: The tuner's picks on kron-21/22 and urand-20/22 (2026-11-25, benchmarks/NOTES.md).
 DEFAULT_VARIANTS = (
@@ -81,7 +81,7 @@ def run_graph(name: str, args: argparse.Namespace) -> list[dict]:
     t0 = time.perf_counter()
     perm = None
     if args.ordering != "natural":
-        perm = compute_ordering(graph, args.ordering, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
+        perm = device_ordering(graph, args.ordering, sigma=DEFAULT_SIGMA, window=JACCARD_WINDOW)
     base["ordering"] = args.ordering
     base["ordering_s"] = time.perf_counter() - t0
     print(f"{name}: n={graph.n:,} arcs={graph.nnz:,} {base}", flush=True)

@@ -75,7 +75,7 @@ def whole_call(config: Path, name: str) -> dict[str, float]:
     """Means over the protocol sources of the tuned engine's whole ``bfs(src, out="device")``
     and of its traversal, timed as ``blest bench`` times them."""
     from blest import load_tuned
-    from blest.tuning.protocol import bench_engine, timing_sources
+    from blest.tuning.timing import bench_engine, timing_sources
 
     graph = anchor_graph(name)
     with load_tuned(config) as eng:

@@ -1,11 +1,10 @@
 """One-call BFS and validation: any graph blest can load, one source or several seeds, levels
 and parents, on the GPU when there is one.
 
-Where it runs (``device=``): ``None`` takes the GPU when one is usable and otherwise the CPU;
-``"cpu"`` runs SciPy's compiled ``breadth_first_order`` (one seed: from it; several seeds: from a
-virtual super-source joined to every seed, one SciPy BFS too — on the bundled road graph 2-8
-times faster than a level-by-level NumPy frontier BFS, whose per-level overhead dominates on
-graphs with hundreds of levels); ``"emulator"`` runs the NumPy emulator of the GPU kernels;
+Where it runs (``device=``) follows blest's one policy (:func:`blest.make_engine`): ``None``
+takes the GPU when one is usable and otherwise the CPU; ``"cpu"`` runs SciPy's compiled
+``breadth_first_order`` (one seed: from it; several seeds: from a virtual super-source joined
+to every seed, one SciPy BFS too); ``"emulator"`` runs the NumPy emulator of the GPU kernels;
 ``"gpu"`` or an index insists on a GPU (the default kernel variant, natural vertex order; for
 tuned variants and orderings build an engine with :func:`blest.make_engine` or
 :func:`blest.load_tuned`).
@@ -21,8 +20,7 @@ matrix; on a GPU the BVSS, the upload and the compiled kernel) cost more than on
 * the prepared runner of the **last** graph used is kept (one graph, one device), keyed by the
   Graph object through a weak reference. Calling with another graph or device, or
   :func:`clear_cache`, releases it — GPU memory included — so that at most one graph's device
-  buffers outlive a call. A CPU runner also goes when its graph is garbage-collected; an engine
-  (GPU or emulator) holds its graph, so it stays until replaced or cleared.
+  buffers outlive a call. The engine holds its graph, so it stays until replaced or cleared.
 
 Vertex ids. Sources and parents are the input's own ids: on a graph with labels (a NetworkX
 graph whose nodes are not ``0 .. n-1``, a DataFrame of string ids, a file read with
@@ -41,19 +39,18 @@ import sys
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
-from blest.defaults import DEFAULT_SIGMA
 from blest.errors import ArgumentError, ValidationError, VertexError
 from blest.graph.core import Graph
 from blest.graph.io import load_graph
 from blest.graph.labels import ids_to_vertices, parents_as_ids, seeds_of, user_ids
+from blest.inputs import ArrayLike, BFSResult, Device, GraphInput, Levels, Seeds
 from blest.reference.paths import bfs_paths
-from blest.reference.scipy_bfs import ScipyBFS
 from blest.reference.validate import validate_bfs
-from blest.runtime.factory import resolve_device
+from blest.runtime.factory import make_engine, resolve_device
 
 __all__ = ["bfs", "clear_cache", "validate", "vertex_ids"]
 
@@ -63,16 +60,42 @@ NX_CACHE_KEY = "blest.api"
 _LOCK = threading.RLock()
 
 
+@overload
 def bfs(
-    graph: Any,
-    source: Any,
+    graph: GraphInput,
+    source: Seeds,
+    *,
+    parents: Literal[False] = False,
+    directed: bool | None = None,
+    device: Device = None,
+    depth_limit: int | None = None,
+    paths: Literal[False] = False,
+) -> Levels: ...
+
+
+@overload
+def bfs(
+    graph: GraphInput,
+    source: Seeds,
     *,
     parents: bool = False,
     directed: bool | None = None,
-    device: int | str | None = None,
+    device: Device = None,
     depth_limit: int | None = None,
     paths: bool = False,
-) -> Any:
+) -> BFSResult: ...
+
+
+def bfs(
+    graph: GraphInput,
+    source: Seeds,
+    *,
+    parents: bool = False,
+    directed: bool | None = None,
+    device: Device = None,
+    depth_limit: int | None = None,
+    paths: bool = False,
+) -> BFSResult:
     """Breadth-first search of ``graph`` from ``source``.
 
     Parameters
@@ -95,7 +118,8 @@ def bfs(
     paths : bool
         Also return the number of shortest paths from the seeds to every vertex (each seed
         counts 1): int64, or float64 with a RuntimeWarning when a count passes int64
-        (:mod:`blest.reference.paths`). Counted on the CPU.
+        (:mod:`blest.reference.paths`). On a GPU the pull kernel counts them
+        (``Engine.bfs_paths``); past int64 the CPU does.
 
     Returns
     -------
@@ -137,16 +161,17 @@ def bfs(
         where = resolve_device(device)
         runner, keep = _runner(g, where)
         try:
-            if paths and isinstance(runner, ScipyBFS):
-                return bfs_paths(g, seeds, depth_limit=depth_limit, parents=bool(parents))
+            src = int(seeds[0]) if seeds.size == 1 else seeds
             if paths:
-                return runner.bfs_paths(seeds, depth_limit=depth_limit, parents=bool(parents))
-            if isinstance(runner, ScipyBFS):
-                levels, par = runner.run(seeds, depth_limit=depth_limit, parents=parents)
-            else:
-                src = int(seeds[0]) if seeds.size == 1 else seeds
-                out = runner.bfs(src, depth_limit=depth_limit, parents=bool(parents))
-                levels, par = out if parents else (out, None)
+                if hasattr(runner, "bfs_paths"):  # every engine (a GPU one: its pull kernel)
+                    result = runner.bfs_paths(src, depth_limit=depth_limit, parents=bool(parents))
+                else:
+                    result = bfs_paths(g, seeds, depth_limit=depth_limit, parents=bool(parents))
+                if parents:  # the input's ids, as without paths
+                    return result[0], parents_as_ids(g, result[1]), result[2]
+                return result
+            out = runner.bfs(src, depth_limit=depth_limit, parents=bool(parents))
+            levels, par = out if parents else (out, None)
         finally:
             if not keep:
                 _close(runner)
@@ -154,7 +179,12 @@ def bfs(
 
 
 def validate(
-    graph: Any, source: Any, levels: Any, parents: Any = None, *, directed: bool | None = None
+    graph: GraphInput,
+    source: Seeds,
+    levels: ArrayLike,
+    parents: ArrayLike | None = None,
+    *,
+    directed: bool | None = None,
 ) -> None:
     """Check a BFS result (the Graph500 checks); raise :class:`blest.ValidationError` naming the
     first failed check, return None when every check passes.
@@ -173,7 +203,7 @@ def validate(
         g = _loaded(graph, directed)
     seeds = seeds_of(g, source)
     if parents is not None and g.labels is not None:
-        if np.ndim(parents) != 1 or len(parents) != g.n:
+        if np.ndim(parents) != 1 or np.shape(parents)[0] != g.n:
             raise ValidationError("format", f"parents must have one entry per vertex ({g.n})")
         try:
             parents = ids_to_vertices(g, parents)
@@ -182,7 +212,7 @@ def validate(
     validate_bfs(g, seeds, levels, parents)
 
 
-def vertex_ids(graph: Any, *, directed: bool | None = None) -> np.ndarray:
+def vertex_ids(graph: GraphInput, *, directed: bool | None = None) -> np.ndarray:
     """The input's id of every vertex, in the order of every per-vertex result (levels, rows
     of :func:`blest.bfs_many`, scores): the graph's labels (``list(G)`` for a NetworkX graph
     of named nodes, the ids that occur in increasing order for a file read with
@@ -278,19 +308,10 @@ def _runner(g: Graph, where: int | str) -> tuple[Any, bool]:
 
 
 def _make_runner(g: Graph, where: int | str) -> Any:
-    if where == "cpu":
-        return ScipyBFS(g)
-    if where == "emulator":
-        from blest.graph.prepared import Prepared
-        from blest.runtime.emulated import EmulatedEngine
-
-        return EmulatedEngine(Prepared.from_graph(g, DEFAULT_SIGMA))
-    from blest.codegen.spec import VariantSpec
-    from blest.runtime.engine import Engine
-
-    if g.n == 0:
+    """The engine of ``g`` on ``where``, by blest's one policy (``runtime.factory``)."""
+    if g.n == 0 and where not in ("cpu", "emulator"):
         raise ArgumentError("the graph has no vertices")
-    return Engine(g, VariantSpec(sigma=DEFAULT_SIGMA), device=int(where))
+    return make_engine(g, device=where)
 
 
 def _forget(ref: weakref.ref) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from blest.centrality import _device_of, _mpi, _workers, engine_for
+from blest.inputs import Device, GraphInput, Seed, Sources
 from blest.reference.betweenness import (
     CPURunner,
     choose_sources,
@@ -39,15 +40,15 @@ RANK_ALIGN = 64
 
 
 def betweenness(
-    target: Any,
+    target: GraphInput,
     *,
     k: int | None = None,
-    seed: Any = None,
-    sources: Any = None,
+    seed: Seed = None,
+    sources: Sources | None = None,
     normalized: bool = True,
     endpoints: bool = False,
     directed: bool | None = None,
-    device: Any = None,
+    device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
 ) -> np.ndarray:
@@ -83,14 +84,14 @@ def betweenness(
 
 
 def edge_betweenness(
-    target: Any,
+    target: GraphInput,
     *,
     k: int | None = None,
-    seed: Any = None,
-    sources: Any = None,
+    seed: Seed = None,
+    sources: Sources | None = None,
     normalized: bool = True,
     directed: bool | None = None,
-    device: Any = None,
+    device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -125,12 +126,19 @@ def _run(target: Any, options: dict, directed: Any, device: Any, gpus: Any, prog
     return run_local_workers(_worker, workers, target, directed, options)
 
 
+def _fresh_seed() -> int:
+    """A seed below 2**62 drawn from the operating system's entropy."""
+    entropy = np.random.SeedSequence().entropy
+    assert isinstance(entropy, int)  # a SeedSequence made without entropy draws one int
+    return entropy % 2**62
+
+
 def _agreed_seed(comm: Any, rank: int, options: dict) -> dict:
     """With ``k`` and no seed, every process must draw the same sources: rank 0's fresh seed,
     sent to every rank through a sum (the others add zero)."""
     if options["k"] is None or options["seed"] is not None or options["sources"] is not None:
         return options
-    mine = np.array([np.random.SeedSequence().entropy % 2**62 if rank == 0 else 0], np.int64)
+    mine = np.array([_fresh_seed() if rank == 0 else 0], np.int64)
     agreed = np.empty_like(mine)
     from blest.runtime.distributed import _sum_op
 

@@ -24,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from blest.defaults import DEFAULT_KAPPA, DEFAULT_SIGMA
+from blest.defaults import DEFAULT_KAPPA
 from blest.errors import ArgumentError
 from blest.graph.labels import id_sequence, vertices_of
+from blest.inputs import Device, GraphInput, Sources
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
 
 __all__ = ["bfs_many", "closeness", "harmonic", "source_sums", "engine_for", "graph_of"]
@@ -43,13 +44,12 @@ def engine_for(target: Any, *, directed: bool | None = None, device: Any = None)
             raise ArgumentError("directed= does not apply to a tuned config")
         return load_tuned(target, device=device)
     from blest.graph.io import load_graph
-    from blest.graph.prepared import Prepared
     from blest.runtime.factory import make_engine
 
     graph = load_graph(target, directed=directed)
     if graph.n == 0:
         raise ArgumentError("the graph has no vertices")
-    return make_engine(Prepared.from_graph(graph, DEFAULT_SIGMA), device=device)
+    return make_engine(graph, device=device)
 
 
 def graph_of(target: Any, *, directed: bool | None = None) -> Any:
@@ -72,12 +72,12 @@ def _is_config(target: Any) -> bool:
 
 
 def bfs_many(
-    target: Any,
-    sources: Any,
+    target: GraphInput,
+    sources: Sources,
     *,
-    out: Any = None,
+    out: np.ndarray | None = None,
     directed: bool | None = None,
-    device: Any = None,
+    device: Device = None,
     progress: Progress | None = None,
 ) -> np.ndarray:
     """Levels from every source (the target's own ids, see the module docstring), shape
@@ -89,11 +89,11 @@ def bfs_many(
 
 
 def source_sums(
-    target: Any,
-    sources: Any = None,
+    target: GraphInput,
+    sources: Sources | None = None,
     *,
     directed: bool | None = None,
-    device: Any = None,
+    device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
 ) -> SourceSums:
@@ -121,12 +121,12 @@ def _sums_and_n(
 
 
 def closeness(
-    target: Any,
-    sources: Any = None,
+    target: GraphInput,
+    sources: Sources | None = None,
     *,
     wf_improved: bool = True,
     directed: bool | None = None,
-    device: Any = None,
+    device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
 ) -> np.ndarray:
@@ -137,11 +137,11 @@ def closeness(
 
 
 def harmonic(
-    target: Any,
-    sources: Any = None,
+    target: GraphInput,
+    sources: Sources | None = None,
     *,
     directed: bool | None = None,
-    device: Any = None,
+    device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
 ) -> np.ndarray:

@@ -49,6 +49,6 @@ def held_signals() -> Iterator[list[int]]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-        for sig in dict.fromkeys(held):
-            if sig in previous:
-                signal.raise_signal(sig)  # its own handler runs now, before this returns
+        for signum in dict.fromkeys(held):
+            if signum in previous:
+                signal.raise_signal(signum)  # its own handler runs now, before this returns

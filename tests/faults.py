@@ -1,5 +1,5 @@
 """Fault injection for the tests. blest itself only marks the points of a write
-(:func:`blest.tuning.files.failpoint`); what happens there is installed here, in the test's own
+(:func:`blest.tuning.storage.failpoint`); what happens there is installed here, in the test's own
 process (:func:`hook`) or in a ``blest-tune`` started through this file:
 
     python tests/faults.py POINT[:ACTION] [blest-tune arguments...]
@@ -61,7 +61,7 @@ def _sigint_inside_jit_callback() -> None:
 def main(argv: list[str]) -> int:
     spec, *args = argv
     sys.argv[0] = "blest-tune"  # start as the installed command does (blest.cli's start-up)
-    from blest.tuning import files
+    from blest.tuning import storage as files
 
     if spec:
         files.fault_hook = hook(spec)

@@ -4,6 +4,7 @@ parents, devices, the runner cache and its invalidation, argument errors."""
 from __future__ import annotations
 
 import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ from random_graphs import GRAPH_CLASSES, arcs_of, pick_source
 import blest
 from blest import api
 from blest.datasets import write_mtx
-from blest.reference import ScipyBFS, bfs_levels, frontier_bfs
+from blest.reference import bfs_levels, frontier_bfs
+from blest.runtime.cpu import CPUEngine
 
 nx = pytest.importorskip("networkx")
 
@@ -93,7 +95,7 @@ def test_runner_is_cached_per_graph_and_device(rng):
     g = GRAPH_CLASSES["uniform"](rng, 200)
     blest.bfs(g, 0, device="cpu")
     runner = api._last.runner
-    assert isinstance(runner, ScipyBFS)
+    assert isinstance(runner, CPUEngine)
     blest.bfs(g, [0, 1], device="cpu")
     assert api._last.runner is runner
     blest.bfs(g, 0, device="emulator")
@@ -108,12 +110,22 @@ def test_runner_is_cached_per_graph_and_device(rng):
     assert api._last is None
 
 
-def test_cache_entry_goes_with_its_graph(rng):
+def test_the_cache_keeps_one_graph_until_replaced_or_cleared(rng):
+    """The cached engine holds its graph (one graph at most outlives a call); another graph
+    replaces it and closes the old engine, clear_cache() releases it."""
     g = GRAPH_CLASSES["grid"](rng, 100)
     blest.bfs(g, 0, device="cpu")
-    assert api._last is not None
+    first = api._last.runner
+    ref = weakref.ref(g)
     del g
     gc.collect()
+    assert api._last is not None and ref() is not None
+    blest.bfs(GRAPH_CLASSES["grid"](rng, 100), 0, device="cpu")
+    gc.collect()
+    assert api._last.runner is not first and ref() is None
+    with pytest.raises(blest.EngineError):  # the replaced engine was closed
+        first.bfs(0)
+    api.clear_cache()
     assert api._last is None
 
 

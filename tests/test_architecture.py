@@ -13,7 +13,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "blest"
 #: Layer of each top-level part of the package, lowest first. A module may import its own part
 #: and the parts listed as allowed for it; the package root and the user-facing modules on top
 #: may import anything.
-BASE = {"blest._version", "blest.defaults", "blest.errors", "blest.cachedirs", "blest.signals"}
+BASE = {
+    "blest._version",
+    "blest.defaults",
+    "blest.errors",
+    "blest.cachedirs",
+    "blest.signals",
+    "blest.inputs",
+}
 ALLOWED: dict[str, set[str]] = {
     "graph": {"graph"},
     "datasets": {"graph", "datasets"},
@@ -37,11 +44,20 @@ def _modules() -> list[tuple[str, Path]]:
 
 
 def _imports(path: Path, module: str) -> set[str]:
-    """Every blest module ``path`` imports, at module level or inside functions."""
+    """Every blest module ``path`` imports, at module level or inside functions (not those
+    under ``if TYPE_CHECKING:``, which only a type checker reads)."""
     tree = ast.parse(path.read_text(), str(path))
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
     found = set()
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -158,4 +174,197 @@ def test_docs_cite_nothing_outside_the_repository():
     for path in files:
         text = path.read_text()
         offenders += [f"{path.name}: {n}" for n in needles if n in text]
+    assert not offenders, offenders
+
+
+# ---------------------------------------------------------------------- the runtime's shape
+def _class_defs() -> dict[str, list[tuple[str, ast.ClassDef]]]:
+    """Every class of the package by name: (module, node)."""
+    out: dict[str, list[tuple[str, ast.ClassDef]]] = {}
+    for module, path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                out.setdefault(node.name, []).append((module, node))
+    return out
+
+
+def _own_and_read(node: ast.ClassDef) -> tuple[set[str], dict[str, int]]:
+    """(names a class defines: methods, class attributes, attributes it assigns on self;
+    attributes it reads on self, with a line)."""
+    defined: set[str] = set()
+    read: dict[str, int] = {}
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defined.add(item.name)
+        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            defined.add(item.target.id)
+        elif isinstance(item, ast.Assign):
+            defined |= {t.id for t in item.targets if isinstance(t, ast.Name)}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
+            if sub.value.id == "self":
+                if isinstance(sub.ctx, ast.Store):
+                    defined.add(sub.attr)
+                else:
+                    read.setdefault(sub.attr, sub.lineno)
+    return defined, read
+
+
+def test_no_class_reads_attributes_that_other_classes_define():
+    """Cohesion: what a class reads on ``self`` it defines itself or inherits from its bases (no
+    mixin that reads state a sibling or a subclass defines). Classes with a base from outside
+    the package (argparse, ...) may read what that base defines."""
+    classes = _class_defs()
+
+    def defined(name: str, seen: tuple[str, ...] = ()) -> tuple[set[str], bool]:
+        names, external = set(), False
+        for _, node in classes.get(name, []):
+            names |= _own_and_read(node)[0]
+            for base in node.bases:
+                base_name = ast.unparse(base).split(".")[-1].split("[")[0]
+                if base_name in classes and base_name not in seen:
+                    more, ext = defined(base_name, (*seen, name))
+                    names |= more
+                    external |= ext
+                elif base_name not in ("object", "Protocol", "NamedTuple", "Exception"):
+                    external |= base_name not in classes
+        return names, external
+
+    offenders = []
+    for name, defs in classes.items():
+        have, external = defined(name)
+        if external:
+            continue
+        for module, node in defs:
+            _, read = _own_and_read(node)
+            missing = sorted(a for a in read if a not in have and not a.startswith("__"))
+            if missing:
+                offenders.append(f"{module}.{name} reads {missing}")
+    assert not offenders, offenders
+
+
+def test_the_engine_has_no_base_but_its_protocol():
+    from blest.runtime.engine import Engine
+    from blest.runtime.engine_protocol import BFSEngine
+
+    bases = [b for b in Engine.__mro__[1:] if b.__module__.startswith("blest")]
+    assert bases == [BFSEngine], bases
+    path = PACKAGE / "runtime" / "engine.py"
+    assert "super()" not in path.read_text()
+
+
+#: Module names that name one concept at its layers: the CPU reference, the one-call API or
+#: command, the NetworkX backend. Any other name is used once in the package.
+SAME_CONCEPT = {"centrality", "betweenness"}
+
+
+def test_one_meaning_per_module_name():
+    seen: dict[str, list[str]] = {}
+    for module, path in _modules():
+        if path.name != "__init__.py":
+            seen.setdefault(path.stem, []).append(module)
+    repeated = {k: v for k, v in seen.items() if len(v) > 1}
+    assert set(repeated) <= SAME_CONCEPT, repeated
+    for name, modules in repeated.items():
+        parts = [m.split(".")[1] if m.count(".") > 1 else "top" for m in modules]
+        assert len(set(parts)) == len(parts), f"{name}: twice in one part: {modules}"
+
+
+def _runtime_imports(path: Path, module: str) -> set[str]:
+    """The blest modules ``path`` imports when it runs, at module level or inside functions:
+    ``from package import submodule`` counts as the submodule only, and imports under ``if
+    TYPE_CHECKING:`` do not count."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    skip = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            subs = {f"{name}.{a.name}" for a in node.names if _is_module(f"{name}.{a.name}")}
+            found |= subs or {name}
+            found |= {name} if len(subs) < len(node.names) else set()
+    return {n for n in found if (n == "blest" or n.startswith("blest.")) and _is_module(n)}
+
+
+def test_the_import_graph_is_a_dag():
+    """No module imports, even lazily, one that imports it back (through any chain)."""
+    graph = {m: _runtime_imports(p, m) - {m} for m, p in _modules()}
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(u: str, stack: list[str]) -> None:
+        state[u] = 1
+        stack.append(u)
+        for v in sorted(graph.get(u, ())):
+            if state.get(v) == 1:
+                cycles.append([*stack[stack.index(v) :], v])
+            elif v not in state:
+                visit(v, stack)
+        stack.pop()
+        state[u] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])
+    assert not cycles, [" -> ".join(c) for c in cycles]
+
+
+#: A source vertex's way from ``blest.bfs(g, s)`` to the kernel launch: (module, function, the
+#: name it calls next). Four modules, each entered once.
+LAUNCH_PATH = [
+    ("blest.api", "bfs", "runner.bfs"),
+    ("blest.runtime.engine", "Engine._launched", "tr.submit_init"),
+    ("blest.runtime.traversal", "Traversal.init_from", "self.launch"),
+    ("blest.runtime.traversal", "Traversal.launch", "self.program.launch"),
+    ("blest.runtime.device_program", "DeviceProgram.launch", "prepared()"),
+]
+
+
+def test_a_source_reaches_the_launch_through_four_modules():
+    modules = [m for m, _, _ in LAUNCH_PATH]
+    entered = [m for i, m in enumerate(modules) if i == 0 or modules[i - 1] != m]
+    assert len(entered) <= 4 and len(set(entered)) == len(entered), entered
+    for module, qualname, calls in LAUNCH_PATH:
+        path = PACKAGE.parent / Path(*module.split(".")).with_suffix(".py")
+        tree = ast.parse(path.read_text())
+        node: ast.AST = tree
+        for part in qualname.split("."):
+            node = [  # the last definition of that name (after its typing overloads)
+                n
+                for n in ast.iter_child_nodes(node)
+                if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part
+            ][-1]
+        assert calls in ast.unparse(node), f"{module}.{qualname} does not call {calls}"
+
+
+def test_the_public_api_is_typed_without_any():
+    """Every function ``blest`` exports, and every public method of its engine, says what it
+    takes and returns (blest.inputs names the kinds of input) rather than ``Any``."""
+    import inspect
+
+    import blest
+    from blest.runtime.engine import Engine
+
+    callables = [getattr(blest, n) for n in blest.__all__ if inspect.isfunction(getattr(blest, n))]
+    callables += [f for n, f in vars(Engine).items() if not n.startswith("_") and callable(f)]
+    offenders = []
+    for f in callables:
+        for name, annotation in inspect.get_annotations(f).items():
+            if "Any" in str(annotation):
+                offenders.append(f"{f.__qualname__}: {name}")
     assert not offenders, offenders

@@ -24,7 +24,7 @@ from blest.datasets import write_mtx
 from blest.errors import ArgumentError, ConfigError
 from blest.reference import bfs_levels
 from blest.tuning import tuner as tuner_mod
-from blest.tuning.protocol import Spread, bench_statistics
+from blest.tuning.timing import Spread, bench_statistics
 
 REPO = Path(__file__).resolve().parents[1]
 

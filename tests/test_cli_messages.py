@@ -212,7 +212,7 @@ def test_the_progress_line_escapes_what_it_shows(monkeypatch):
 def test_the_files_doc_names_what_blest_writes():
     """docs/files.md, linked from the conventions, names the temporary files as blest makes
     them and the cache's parts."""
-    from blest.tuning import files
+    from blest.tuning import storage as files
 
     repo = Path(__file__).resolve().parents[1]
     doc = (repo / "docs" / "files.md").read_text()

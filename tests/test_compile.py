@@ -430,7 +430,7 @@ def test_load_and_cooperative_launch():
     import cupy
     import numpy as np
 
-    from blest.runtime import launch as bl
+    from blest.runtime import device_program as bl
 
     device, arch, _ = toolchain.require_gpu()
     module = bl.load_module(bc.compile_source(COOP_SOURCE, arch=arch), device)

@@ -23,12 +23,12 @@ POISON = np.int32(0x5A5A5A5A)
 STATEFUL = [s for s in variants() if s.launch != "block" and s.hops == 1]
 
 
-@pytest.fixture(scope="module")
 def _captured(eng) -> list:
     """The CUDA graphs an engine's captured and fused call paths hold."""
     return [g for path in (eng._captured, eng._fused) if path for g in path.graphs.values()]
 
 
+@pytest.fixture(scope="module")
 def zoo():
     return seeded_zoo()
 
@@ -187,15 +187,17 @@ def test_edge_ratio_guard_matches_emulator(zoo, spec):
     bottom-up levels against the emulator, in captured and launched, timed and one-kernel
     calls, with small-queue episodes and beta, with alpha changed on a live engine (a captured
     call holds it as a kernel argument); the guard must change the directions somewhere. The
-    per-level launch refuses it (no grid barrier to count the frontier's arcs at)."""
+    per-level launch refuses it (no grid barrier to count the frontier's arcs at), when the
+    engine is built and when it is set."""
     rng, graphs = zoo
     if spec.launch == "per_level":
         with pytest.raises(ArgumentError, match="persistent"):
             _engine(graphs["hubs"], spec, alpha=14.0)
-        with _engine(graphs["hubs"], spec) as eng:  # set on a live engine: refused at the call
-            eng.alpha = 14.0
+        with _engine(graphs["hubs"], spec) as eng:  # set on a live engine: refused there
             with pytest.raises(ArgumentError, match="persistent"):
-                eng.bfs(0)
+                eng.alpha = 14.0
+            assert eng.alpha == 0.0
+            np.testing.assert_array_equal(eng.bfs(0), bfs_levels(graphs["hubs"], 0))
         return
     changed = 0
     for name in ("power_law", "directed", "hubs", "disconnected", "road_deep"):
@@ -359,7 +361,7 @@ def test_mma_instruction_matches_emulation():
     from blest.codegen.compile import compile_source
     from blest.codegen.toolchain import require_gpu
     from blest.reference.mma import mma_m8n8k128_and_popc
-    from blest.runtime.launch import launch, load_module
+    from blest.runtime.device_program import launch, load_module
 
     device, arch, _ = require_gpu()
     src = r"""

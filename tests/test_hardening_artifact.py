@@ -16,7 +16,7 @@ from blest.errors import ConfigError
 from blest.graph.core import Graph
 from blest.reference import bfs_levels
 from blest.tuning.artifact import load_artifact
-from blest.tuning.files import sha256_file
+from blest.tuning.storage import sha256_file
 from blest.tuning.tuner import tune, write_tuned
 
 

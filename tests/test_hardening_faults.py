@@ -210,7 +210,7 @@ def test_sigterm_during_a_write_removes_the_temporary(tmp_path):
     """A plain program that writes through atomic_write and is terminated mid-write."""
     code = (
         "import os, signal, sys, time\n"
-        "from blest.tuning.files import atomic_write\n"
+        "from blest.tuning.storage import atomic_write\n"
         "def write(f):\n"
         "    f.write(b'x' * 100_000)\n"
         "    os.kill(os.getpid(), signal.SIGTERM)\n"

@@ -19,7 +19,7 @@ from random_graphs import make_directed, make_grid
 import blest
 from blest.errors import ArgumentError
 from blest.reference import bfs_levels
-from blest.tuning import files
+from blest.tuning import storage as files
 from blest.tuning import tuner as tuner_mod
 from blest.tuning.config import TunedConfig
 from blest.tuning.tuner import tune, write_tuned

@@ -22,7 +22,7 @@ import blest
 from blest.errors import ConfigError
 from blest.reference import bfs_levels
 from blest.signals import held_signals
-from blest.tuning import files
+from blest.tuning import storage as files
 from blest.tuning.tuner import tune, write_tuned
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="os.chown to another user needs root")

@@ -24,7 +24,7 @@ from blest.graph.hops import TWO_HOP_RATIO, hop_graph, hops_bvss, two_hop_arcs_b
 from blest.graph.ordering import rcm
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
-from blest.reference.hops import emulate_hops
+from blest.reference.hops_emulator import emulate_hops
 
 
 def _limited(levels: np.ndarray, limit: int | None) -> np.ndarray:

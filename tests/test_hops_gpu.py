@@ -15,7 +15,7 @@ from blest.errors import EngineError
 from blest.graph.ordering import rcm
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
-from blest.reference.hops import emulate_hops
+from blest.reference.hops_emulator import emulate_hops
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 

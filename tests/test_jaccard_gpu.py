@@ -10,8 +10,8 @@ from random_graphs import GRAPH_CLASSES, make_hubs, make_power_law
 from blest import Graph
 from blest.datasets.generators import kronecker
 from blest.graph import jaccard as jw
-from blest.runtime.jaccard import jaccard_gpu
-from blest.runtime.ordering import compute_ordering
+from blest.runtime.device_ordering import device_ordering
+from blest.runtime.jaccard_gpu import jaccard_gpu
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
@@ -53,11 +53,11 @@ def test_gpu_equals_cpu_on_kron(rng):
         assert np.array_equal(jaccard_gpu(g, sigma, window), jw.jaccard_cpu(g, sigma, window))
 
 
-def test_compute_ordering_uses_the_gpu(rng):
+def test_device_ordering_uses_the_gpu(rng):
     g = make_power_law(rng, 500)
-    perm = compute_ordering(g, "jaccard", sigma=8, window=128)  # device=None: GPU when usable
+    perm = device_ordering(g, "jaccard", sigma=8, window=128)  # device=None: GPU when usable
     assert perm.name == "jaccard" and perm.notes == ()
     assert np.array_equal(perm.old_of_new, _cpu(g, 8, 128))
     assert np.array_equal(
-        compute_ordering(g, "jaccard", window=128, device=0).old_of_new, perm.old_of_new
+        device_ordering(g, "jaccard", window=128, device=0).old_of_new, perm.old_of_new
     )

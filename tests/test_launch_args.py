@@ -1,4 +1,4 @@
-"""How :class:`blest.runtime.launch.PreparedLaunch` packs kernel arguments (CPU only: the
+"""How :class:`blest.runtime.device_program.PreparedLaunch` packs kernel arguments (CPU only: the
 launch itself is exercised by every GPU test of the single-source engine)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from blest.runtime.launch import _slot
+from blest.runtime.device_program import _slot
 
 
 def test_arguments_follow_cupy_rules():

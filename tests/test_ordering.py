@@ -233,7 +233,7 @@ def test_fallback_to_rcm_without_numba(rng, monkeypatch):
 
 def test_gpu_template_renders_and_compiles():
     from blest.codegen.render import render_jaccard
-    from blest.runtime.jaccard import GPU_BLOCK, KERNEL_NAME
+    from blest.runtime.jaccard_gpu import GPU_BLOCK, KERNEL_NAME
 
     for sigma in SIGMAS:
         src = render_jaccard(sigma, 256, KERNEL_NAME)

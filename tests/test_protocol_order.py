@@ -15,7 +15,7 @@ from random_graphs import make_power_law
 
 from blest.reference import bfs_levels
 from blest.runtime.engine_protocol import BFSStats
-from blest.tuning import protocol
+from blest.tuning import timing as protocol
 
 
 class RecordingEngine:

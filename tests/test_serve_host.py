@@ -12,6 +12,7 @@ from blest.codegen.contract import CTL, CTL_WORDS, SERVE, SERVE_WORDS
 from blest.errors import ArgumentError, EngineError
 from blest.graph.prepared import Prepared
 from blest.reference import bfs_levels
+from blest.runtime.arguments import call_rules
 from blest.runtime.factory import make_engine
 from blest.runtime.served import ServedCalls
 
@@ -59,11 +60,14 @@ class FakeServer(ServedCalls):
         super().__init__(FakeTraversal(device_ctl))  # type: ignore[arg-type]
         self.u32 = memoryview(self.tr.host_block)  # as begin() sets it
         self.stream = FakeStream(runs)
+        self.rules = call_rules(14.0, 24.0, 0.5, 3, False)  # as start() set them with the stream
         self.answer_at_start = answer_at_start
         self.starts = 0
+        self.started_with: list = []
 
     def start(self, rules) -> None:
         self.starts += 1
+        self.started_with.append(rules)
         self.stream = FakeStream(1)
         if self.answer_at_start is not None:
             self.tr.host_block[ANSWER] = self.answer_at_start
@@ -81,6 +85,7 @@ def test_a_server_that_ended_idle_is_started_again():
     fake.tr.host_block[ANSWER] = 2  # the previous call's answer
     fake.wait(3)
     assert fake.starts == 1 and fake.tr.host_block[ANSWER] == 3
+    assert fake.started_with == [call_rules(14.0, 24.0, 0.5, 3, False)]  # the ended server's
 
 
 def test_a_failed_server_voids_the_engine():

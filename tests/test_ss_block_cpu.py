@@ -310,7 +310,7 @@ def test_cluster_needs_sm90():
 
 def test_launch_shapes():
     from blest.codegen.render import kernel_names
-    from blest.runtime.program import LaunchShape
+    from blest.runtime.device_program import LaunchShape
     from blest.runtime.traversal import launch_shapes
 
     shapes = launch_shapes(SPEC, kernel_names(SPEC), 256, 1, 5000, 264)

@@ -112,7 +112,7 @@ def test_dense_choice_is_checked(tuned):
 
 
 def test_candidate_order_follows_depth_and_sample():
-    from blest.tuning.multi import ms_candidates
+    from blest.tuning.ms_search import ms_candidates
 
     def first(depth, sample):
         c = ms_candidates((8, 32), depth, workload=sample, sms=132)[0].spec

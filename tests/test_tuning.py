@@ -26,7 +26,6 @@ from blest.runtime.cpu import CPUEngine
 from blest.runtime.emulated import EmulatedEngine
 from blest.tuning import tuner as tuner_mod
 from blest.tuning.config import CONFIG_VERSION, GPUInfo, TunedConfig, default_outputs
-from blest.tuning.files import atomic_write
 from blest.tuning.loader import load_prepared
 from blest.tuning.prepare import (
     OrderingUnavailable,
@@ -60,6 +59,7 @@ from blest.tuning.space import (
     register_variants,
     small_queue_variants,
 )
+from blest.tuning.storage import atomic_write
 from blest.tuning.tuner import split_sources, summarize_held_out, tune, write_tuned
 
 

@@ -166,7 +166,7 @@ def launch_floor(cp, blocks: int, threads: int, how: str, rounds: int) -> list[f
     import cupyx
 
     from blest.runtime.call_graph import CapturedCall
-    from blest.runtime.launch import Kernel, PreparedLaunch
+    from blest.runtime.device_program import Kernel, PreparedLaunch
 
     mod = cp.RawModule(code=POLL, enable_cooperative_groups=True)
     counter = cp.zeros(4, dtype=cp.uint32)
@@ -308,7 +308,7 @@ def main() -> None:
         pp.install(args.patch)
     import cupy as cp
 
-    from blest.tuning.protocol import warm_up
+    from blest.tuning.timing import warm_up
 
     geometry = tuple(int(x) for x in args.geometry.split(":"))
     floors_done = args.no_floors

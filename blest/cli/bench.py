@@ -15,7 +15,7 @@ from blest.cli.graphs import GRAPH_HELP, given_graph_flags, graph_flags, load
 from blest.cli.outputs import check_outputs_apart, print_json
 from blest.defaults import DEFAULT_SIGMA, TIMING_SOURCES
 from blest.errors import ArgumentError
-from blest.tuning.files import check_output_path
+from blest.tuning.storage import check_output_path
 
 __all__ = ["bench_parser"]
 
@@ -113,7 +113,7 @@ def _text(result: dict[str, Any]) -> list[str]:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from blest.codegen.toolchain import have_gpu
-    from blest.tuning.protocol import time_sources, timing_sources
+    from blest.tuning.timing import time_sources, timing_sources
 
     _check_plot(args.plot)
     check_outputs_apart({"--plot": args.plot}, target=args.target)

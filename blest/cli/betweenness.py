@@ -20,7 +20,7 @@ from blest.cli.common import Progress, is_config, positive_int
 from blest.cli.graphs import graph_flags, load
 from blest.cli.outputs import check_levels_output
 from blest.errors import ArgumentError
-from blest.tuning.files import atomic_write
+from blest.tuning.storage import atomic_write
 
 __all__ = ["PLAIN_EVERY", "betweenness_parser"]
 

@@ -20,7 +20,7 @@ from blest.cli.common import Progress, is_config, say
 from blest.cli.graphs import check_sources_file, given_graph_flags, graph_flags, load
 from blest.cli.outputs import check_levels_output, check_outputs_apart
 from blest.errors import ArgumentError
-from blest.tuning.files import atomic_write, write_error
+from blest.tuning.storage import atomic_write, write_error
 
 __all__ = ["closeness_parser"]
 

@@ -161,19 +161,13 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _run_bfs(
     graph: Any, src: int, spec: VariantSpec, eta: float, beta: float, alpha: float
 ) -> tuple[np.ndarray, dict]:
-    """Levels from the GPU engine, or from the kernel emulator without a GPU."""
-    from blest.graph.prepared import Prepared
-    from blest.runtime.factory import make_engine, resolve_device
+    """Levels from blest's one policy: the GPU engine, or SciPy's BFS on the CPU without one."""
+    from blest.runtime.factory import make_engine
 
-    device = resolve_device(None)
-    if device == "cpu":
-        device = "emulator"  # the CLI shows what the kernel computes
-    prep = Prepared.from_graph(graph, spec.sigma)
-    with make_engine(prep, spec, eta=eta, beta=beta, alpha=alpha, device=device) as eng:
+    with make_engine(graph, spec, eta=eta, beta=beta, alpha=alpha) as eng:
         levels = eng.bfs(src)
-        engine = "no GPU: NumPy emulator of the kernel (slow but exact)"
-        if device != "emulator":
-            engine = f"GPU {eng.device_name}"
+        where = eng.device_name
+        engine = f"no GPU: {where}" if where.startswith("CPU") else f"GPU {where}"
         return levels, {"engine": engine, "variant": spec.name, "traversal_ms": _ms(eng)}
 
 

@@ -29,13 +29,16 @@ import time
 import unicodedata
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING, NoReturn
 
 from blest._version import __version__
 from blest.codegen.spec import VariantSpec
 from blest.defaults import SIGMAS
 from blest.errors import BlestError, CompileError
-from blest.tuning.files import Terminated, raise_if_stopped, stops_recorded, write_error
+from blest.tuning.storage import Terminated, raise_if_stopped, stops_recorded, write_error
+
+if TYPE_CHECKING:
+    from blest.tuning.config import TunedConfig
 
 EXIT_USER_ERROR = 2
 EXIT_BROKEN_PIPE = 128 + 13
@@ -121,7 +124,7 @@ def is_config(target: str) -> bool:
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message}\n")
 
 
@@ -252,13 +255,13 @@ def spec_from(args: argparse.Namespace) -> VariantSpec:
     )
 
 
-def read_config(path: str) -> object:
+def read_config(path: str) -> TunedConfig:
     from blest.tuning.config import TunedConfig
 
     return TunedConfig.read(path)
 
 
-def target_spec(args: argparse.Namespace) -> tuple[VariantSpec, object]:
+def target_spec(args: argparse.Namespace) -> tuple[VariantSpec, TunedConfig | None]:
     """The spec of ``args.config`` (a tuned config) or of the spec flags; and the config."""
     if args.config is None:
         return spec_from(args), None
@@ -301,11 +304,11 @@ def _stopped(status: int) -> int:
     has threads the interpreter would wait for at exit (a worker pool's helper threads, say),
     the process ends here instead: the work is abandoned and its temporary files are already
     gone, so waiting for those threads would only delay the exit the user asked for."""
-    from blest import cli
-
+    cli = sys.modules.get("blest.cli")  # (it set _AS_PROGRAM when it was imported)
+    as_program = cli is not None and cli._AS_PROGRAM[0]
     me = threading.current_thread()
     waited_for = [t for t in threading.enumerate() if t is not me and not t.daemon]
-    if cli._AS_PROGRAM[0] and waited_for:
+    if as_program and waited_for:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
@@ -313,7 +316,7 @@ def _stopped(status: int) -> int:
     return status
 
 
-def _run_command(func: Callable[[argparse.Namespace], object], args: argparse.Namespace) -> int:
+def _run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     status = int(func(args) or 0)
     sys.stdout.flush()  # a closed pipe shows here, not at exit
     return status

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import shutil
 import sys
 import tempfile
@@ -18,7 +19,7 @@ import numpy as np
 from blest.errors import ArgumentError, GraphFormatError, VertexError
 from blest.graph.core import Graph
 from blest.graph.io import ENV_MAX_BYTES, FORMATS
-from blest.tuning.files import write_error
+from blest.tuning.storage import write_error
 
 __all__ = [
     "GRAPH_FLAGS",
@@ -133,17 +134,18 @@ def load(path: str, args: argparse.Namespace) -> Graph:
     """Load ``path`` (``-``: standard input) with the command's graph flags."""
     from blest.graph.io import load_graph
 
-    kw = {
-        "directed": getattr(args, "directed", None),
-        "relabel": bool(getattr(args, "relabel", False)),
-        "format": getattr(args, "format", None),
-        "one_based": bool(getattr(args, "one_based", False)),
-    }
+    read = functools.partial(
+        load_graph,
+        directed=getattr(args, "directed", None),
+        relabel=bool(getattr(args, "relabel", False)),
+        format=getattr(args, "format", None),
+        one_based=bool(getattr(args, "one_based", False)),
+    )
     if path != "-":
-        return load_graph(path, **kw)
+        return read(path)
     with _stdin_file() as spooled:
         try:
-            graph = load_graph(spooled, **kw)
+            graph = read(spooled)
         except GraphFormatError as exc:  # name standard input, not the spooled copy
             raise GraphFormatError(exc.reason, path="<stdin>", line=exc.line) from None
     return dataclasses.replace(graph, report=dataclasses.replace(graph.report, source="-"))

@@ -16,7 +16,7 @@ import numpy as np
 from blest.cli.common import is_config
 from blest.errors import ArgumentError
 from blest.tuning.config import is_own_artifact, json_ready, named_artifact
-from blest.tuning.files import atomic_write, check_output_path, write_error
+from blest.tuning.storage import atomic_write, check_output_path, write_error
 
 __all__ = [
     "LEVEL_FORMATS",

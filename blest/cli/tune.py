@@ -40,7 +40,7 @@ def _tune_outputs(args: argparse.Namespace) -> tuple[Path, Path]:
     """(config, artifact base), checked before any work."""
     from blest.cli.outputs import check_tune_outputs
     from blest.tuning.config import default_outputs
-    from blest.tuning.files import check_output_path
+    from blest.tuning.storage import check_output_path
 
     if args.graph == "-" and not args.output:
         raise ArgumentError("a graph from standard input (-) needs -o CONFIG")
@@ -72,7 +72,7 @@ def _tune_and_write(args: argparse.Namespace, config: Path, base: Path, progress
     load_s = time.perf_counter() - t0
     source = args.graph if args.graph == "-" else str(Path(args.graph).resolve())
     if args.workload == "closeness":
-        from blest.tuning.tune_multi import tune_closeness
+        from blest.tuning.ms_tuner import tune_closeness
 
         outcome = tune_closeness(graph, source=source, budget_s=args.budget, sigmas=args.sigma,
                                  orderings=args.ordering, progress=progress)  # fmt: skip

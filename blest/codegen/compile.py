@@ -2,7 +2,7 @@
 
 Compilation works without a GPU or a driver (only NVRTC and the CUDA headers are needed, see
 :mod:`blest.codegen.toolchain`). Loading and launching the result is the runtime's business
-(:mod:`blest.runtime.launch`).
+(:mod:`blest.runtime.device_program`).
 
 Options: always ``-std=c++17 -arch=<sm_XX | compute_XX> -I<CCCL> -I<CUDA include>``, then
 ``-lineinfo`` when asked, then the caller's options (later options win). No fast-math, no

@@ -248,8 +248,8 @@ def claims_form(spec: VariantSpec, reordered: bool) -> str | None:
     atomicOr on visited) on a graph in its own ids; None for the lazy variants, which claim in
     their finalization, and the one-block launch, which claims in shared memory. A kernel
     rendered without a form holds both and picks one at run time (``claims_by_level``,
-    level_state.cu.j2); compiling only one made delaunay-20 1.5% faster (benchmarks/NOTES.md,
-    session 31). ``hops`` > 1 always claims by level (an ``atomicMin``), and its engine gives
+    level_state.cu.j2); compiling only one made delaunay-20 1.5% faster (benchmarks/NOTES.md).
+    ``hops`` > 1 always claims by level (an ``atomicMin``), and its engine gives
     the kernels a permutation even for a graph in its own ids, so that init sets every level."""
     if spec.update != "eager" or spec.launch == "block":
         return None
@@ -262,7 +262,7 @@ def entry_with_top(spec: VariantSpec) -> bool:
     """Whether the persistent level loop loads each warp's first queue entry beside the level's
     counters (read_level_top_entry, level.cu.j2) rather than after them: the eager vss queue.
     The lazy variants with switching kept their old form: the entry's registers made them spill
-    more, and urand-20 ran 3% slower (benchmarks/NOTES.md, session 31)."""
+    more, and urand-20 ran 3% slower (benchmarks/NOTES.md)."""
     return spec.queue == "vss" and spec.update == "eager" and spec.launch == "persistent"
 
 

@@ -6,11 +6,12 @@ family       spec                            emitter
 single       ``codegen.spec.VariantSpec``    ``codegen.render.program``
 multi        ``codegen.msspec.MSSpec``       ``codegen.ms_render.ms_program``
 dense        ``codegen.densespec.DenseSpec`` ``codegen.dense_render.dense_program``
+pull         ``codegen.pullspec.PullSpec``   ``codegen.pull_render.pull_program``
 betweenness  ``codegen.bcspec.BCSpec``       ``codegen.bc_render.bc_program``
 ===========  ==============================  =========================================
 
 Every emitter returns a :class:`~blest.codegen.program.KernelProgram`, which is all the runtime
-needs to load and launch a module (:class:`blest.runtime.program.DeviceProgram`); the tuning
+needs to load and launch a module (:class:`blest.runtime.device_program.DeviceProgram`); the tuning
 layer adds each family's search space (:mod:`blest.tuning.families`). A new family registers a
 :class:`Family` here and is then compiled, cached, loaded and tested like the others.
 """
@@ -28,6 +29,8 @@ from blest.codegen.densespec import DenseSpec, dense_variants
 from blest.codegen.ms_render import ms_program
 from blest.codegen.msspec import MSSpec, ms_variants
 from blest.codegen.program import KernelProgram
+from blest.codegen.pull_render import pull_program
+from blest.codegen.pullspec import PullSpec, pull_variants
 from blest.codegen.render import program
 from blest.codegen.spec import VariantSpec, variants
 from blest.errors import ArgumentError
@@ -52,6 +55,7 @@ FAMILIES: dict[str, Family] = {
         Family("single", VariantSpec, variants, program),
         Family("multi", MSSpec, ms_variants, ms_program),
         Family("dense", DenseSpec, dense_variants, dense_program),
+        Family("pull", PullSpec, pull_variants, pull_program),
         Family("betweenness", BCSpec, bc_variants, bc_program),
     )
 }

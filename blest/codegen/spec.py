@@ -35,7 +35,7 @@ Axes (docs/variants.md):
   for blocks of up to 1,024 threads) or 128 (eager persistent only, compiled with
   ``__launch_bounds__(512, 1)``: one block of at most 512 threads per SM). The resident queue
   keeps its VSSs in registers, and at 64 it spills; 128 took 4% off twitch_FR and
-  musae_facebook at 512 threads (benchmarks/NOTES.md, session 20).
+  musae_facebook at 512 threads (benchmarks/NOTES.md).
 
 * ``hops`` - eager vss persistent only: BFS levels a phase between two grid barriers, 1, 2 or
   3. With K > 1 the kernel expands F_L over the BVSS of B = A + ... + A^K (a slice per row one

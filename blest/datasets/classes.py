@@ -90,9 +90,13 @@ def make_disconnected(rng: np.random.Generator, n: int) -> Graph:
     ids shuffled; directed when any component is."""
     n_iso = int(rng.integers(1, max(2, n // 6) + 1)) if n > 1 else n
     rest = n - n_iso
-    k = int(min(rng.integers(2, 6), rest)) if rest > 0 else 0
-    cuts = np.sort(rng.choice(np.arange(1, rest), k - 1, replace=False)) if k > 1 else []
-    sizes = np.diff(np.concatenate([[0], cuts, [rest]])).astype(int) if k else []
+    k = min(int(rng.integers(2, 6)), rest) if rest > 0 else 0
+    cuts: np.ndarray | list[int] = (
+        np.sort(rng.choice(np.arange(1, rest), k - 1, replace=False)) if k > 1 else []
+    )
+    sizes: np.ndarray | list[int] = (
+        np.diff(np.concatenate([[0], cuts, [rest]])).astype(int) if k else []
+    )
     makers = [make_power_law, make_uniform, make_grid, make_directed]
     srcs, dsts, directed, offset = [], [], False, 0
     for size in sizes:

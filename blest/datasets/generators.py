@@ -153,7 +153,11 @@ def delaunay(
     """
     if (n_points is None) == (scale is None):
         raise ArgumentError("give exactly one of n_points and scale")
-    n = (1 << _check_scale(scale)) if scale is not None else int(n_points)
+    if scale is not None:
+        n = 1 << _check_scale(scale)
+    else:
+        assert n_points is not None  # exactly one of the two is given
+        n = int(n_points)
     if not 3 <= n <= MAX_VERTICES:
         raise ArgumentError(f"delaunay needs at least 3 points, got {n}")
     from scipy.spatial import Delaunay
@@ -189,6 +193,7 @@ def random_geometric(
     if not 0 <= n <= MAX_VERTICES:
         raise ArgumentError(f"n must be in [0, {MAX_VERTICES}], got {n}")
     if radius is None:
+        assert avg_degree is not None  # exactly one of the two is given
         if avg_degree < 0:
             raise ArgumentError(f"avg_degree must be >= 0, got {avg_degree}")
         radius = math.sqrt(avg_degree / (math.pi * max(n - 1, 1)))

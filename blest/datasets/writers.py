@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import io
 import os
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
@@ -18,7 +18,7 @@ __all__ = ["write_mtx"]
 _CHUNK = 1 << 21
 
 
-def _write_pairs(f: BinaryIO, rows: np.ndarray, cols: np.ndarray, width: int) -> None:
+def _write_pairs(f: io.BufferedIOBase, rows: np.ndarray, cols: np.ndarray, width: int) -> None:
     """Write ``b"i j\\n"`` with ``i = rows + 1``, ``j = cols + 1`` (0-based ids below
     ``10**width - 1``) for every pair, without a Python loop per line.
 
@@ -53,7 +53,7 @@ def _write_pairs(f: BinaryIO, rows: np.ndarray, cols: np.ndarray, width: int) ->
             kp[:, units] = True
         count = int(np.count_nonzero(kp))
         np.compress(kp.ravel(), t.ravel(), out=out[:count])
-        f.write(memoryview(out[:count]))
+        f.write(out[:count].data)
 
 
 def write_mtx(graph: Graph, path: str | os.PathLike, *, compresslevel: int = 6) -> Path:

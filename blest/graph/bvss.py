@@ -21,14 +21,18 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from blest.defaults import SIGMAS
 from blest.errors import ArgumentError
 
-__all__ = ["SIGMAS", "BVSS", "BVSSStats", "build_bvss", "u_div"]
+if TYPE_CHECKING:
+    from blest.graph.core import Graph
+
+__all__ = ["SIGMAS", "BVSS", "BVSSStats", "build_bvss", "to_host", "u_div"]
 
 _LITTLE = np.little_endian
 _PARALLEL_MIN_ARCS = 2_000_000  # below this, one piece (threads cost more than they save)
@@ -118,7 +122,7 @@ class BVSS:
         )
 
 
-def build_bvss(graph: Any, sigma: int, *, xp: Any = None) -> BVSS:
+def build_bvss(graph: Graph, sigma: int, *, xp: ModuleType | None = None) -> BVSS:
     """Build the BVSS of ``graph`` (a :class:`blest.Graph`) at slice width ``sigma``.
 
     Parameters
@@ -370,3 +374,8 @@ def u_div(bvss: BVSS) -> float:
     per_vss = np.where(ncols > 0, (std * cols).sum(axis=1) / np.maximum(ncols, 1), 0.0)
     has = ncols > 0
     return float(per_vss[has].mean()) if has.any() else 0.0
+
+
+def to_host(a: Any) -> Any:
+    """A CuPy array's copy in host memory; anything else as it is."""
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a

@@ -23,9 +23,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from blest.graph.bvss import BVSS, build_bvss
+from blest.graph.bvss import BVSS, build_bvss, to_host
 from blest.graph.core import Graph
-from blest.graph.prepared import to_host
 
 __all__ = [
     "reach_matrices",

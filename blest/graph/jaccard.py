@@ -29,8 +29,8 @@ Algorithm, for slice width ``sigma`` (σ) and window width ``window`` (W, W mod 
 Implementations, all giving the identical permutation: :func:`jaccard_reference` (plain Python on
 sets, for tests), :func:`jaccard_cpu` (Numba, the optional ``jit`` extra; windows in parallel) and
 the GPU kernel (one thread block per window; rendered from ``templates/jaccard.cu.j2``, compiled
-and launched by :mod:`blest.runtime.jaccard`). :func:`jaccard_with_windows` runs the CPU one;
-without Numba it returns RCM with a note (see :class:`~blest.graph.ordering.Permutation`'s
+and launched by :mod:`blest.runtime.jaccard_gpu`). ``ordering.jaccard_with_windows`` runs the
+CPU one; without Numba it returns RCM with a note (see :class:`~blest.graph.ordering.Permutation`'s
 ``notes``).
 
 Source: D. Elbek and K. Kaya, "Blest: Blazingly Efficient BFS using Tensor Cores" (2025), Alg. 1
@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from fractions import Fraction
 from typing import Any
 
@@ -62,7 +61,6 @@ __all__ = [
     "have_numba",
     "jaccard_cpu",
     "jaccard_reference",
-    "jaccard_with_windows",
 ]
 
 DEFAULT_SIGMA = _SIGMA
@@ -177,23 +175,3 @@ def jaccard_cpu(
     # LLVM's callbacks, its exception would be printed as "ignored" and lost.
     with held_signals():
         return kernel(*args)
-
-
-# --------------------------------------------------------------------------- dispatch
-def jaccard_with_windows(
-    graph: Graph, sigma: int = DEFAULT_SIGMA, window: int = DEFAULT_WINDOW
-) -> Any:
-    """The JaccardWithWindows :class:`~blest.graph.ordering.Permutation` of ``graph`` on the CPU.
-
-    Runs :func:`jaccard_cpu` (Numba). Without Numba the result is RCM, named ``"rcm"``, with a
-    one-line note in ``notes`` (also issued as an :class:`OrderingFallbackWarning`). The GPU
-    kernel is dispatched by :func:`blest.runtime.ordering.compute_ordering`.
-    """
-    from blest.graph.ordering import Permutation, rcm
-
-    check_parameters(graph, sigma, window)
-    if not have_numba():
-        warnings.warn(NUMBA_MISSING, OrderingFallbackWarning, stacklevel=2)
-        fallback = rcm(graph)
-        return Permutation(fallback.new_of_old, fallback.old_of_new, "rcm", (NUMBA_MISSING,))
-    return Permutation.from_old_of_new(jaccard_cpu(graph, sigma, window), "jaccard")

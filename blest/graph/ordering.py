@@ -13,6 +13,7 @@ which packs columns with common out-neighbours into slice sets on scale-free-lik
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -23,8 +24,23 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 from blest.defaults import DEFAULT_SIGMA, JACCARD_WINDOW
 from blest.errors import ArgumentError
 from blest.graph.core import Graph
+from blest.graph.jaccard import (
+    NUMBA_MISSING,
+    OrderingFallbackWarning,
+    check_parameters,
+    have_numba,
+    jaccard_cpu,
+)
 
-__all__ = ["Permutation", "identity", "rcm", "permute_graph", "compute_ordering", "ORDERINGS"]
+__all__ = [
+    "Permutation",
+    "identity",
+    "rcm",
+    "permute_graph",
+    "compute_ordering",
+    "jaccard_with_windows",
+    "ORDERINGS",
+]
 
 ORDERINGS = ("natural", "rcm", "jaccard")
 
@@ -87,16 +103,14 @@ def compute_ordering(
 
     ``sigma`` and ``window`` (alias ``W``, the config's key) parametrize JaccardWithWindows;
     without Numba, "jaccard" returns RCM with a note (see
-    :func:`blest.graph.jaccard.jaccard_with_windows`); ``natural`` and ``rcm`` ignore them.
-    :func:`blest.runtime.ordering.compute_ordering` adds the GPU kernel.
+    :func:`jaccard_with_windows`); ``natural`` and ``rcm`` ignore them.
+    :func:`blest.runtime.device_ordering.device_ordering` adds the GPU kernel.
     """
     if name == "natural":
         return identity(graph.n)
     if name == "rcm":
         return rcm(graph)
     if name == "jaccard":
-        from blest.graph.jaccard import jaccard_with_windows
-
         return jaccard_with_windows(graph, sigma, window if W is None else W)
     raise ArgumentError(f"unknown ordering {name!r}; known: {', '.join(ORDERINGS)}")
 
@@ -123,3 +137,20 @@ def _relabel_csr(
     new_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(new_rows, minlength=n), out=new_ptr[1:])
     return new_ptr, (keys - new_rows * n).astype(np.int32)
+
+
+def jaccard_with_windows(
+    graph: Graph, sigma: int = DEFAULT_SIGMA, window: int = JACCARD_WINDOW
+) -> Permutation:
+    """The JaccardWithWindows :class:`Permutation` of ``graph`` on the CPU.
+
+    Runs :func:`jaccard_cpu` (Numba). Without Numba the result is RCM, named ``"rcm"``, with a
+    one-line note in ``notes`` (also issued as an :class:`OrderingFallbackWarning`). The GPU
+    kernel is dispatched by :func:`blest.runtime.device_ordering.device_ordering`.
+    """
+    check_parameters(graph, sigma, window)
+    if not have_numba():
+        warnings.warn(NUMBA_MISSING, OrderingFallbackWarning, stacklevel=2)
+        fallback = rcm(graph)
+        return Permutation(fallback.new_of_old, fallback.old_of_new, "rcm", (NUMBA_MISSING,))
+    return Permutation.from_old_of_new(jaccard_cpu(graph, sigma, window), "jaccard")

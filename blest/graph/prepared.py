@@ -15,11 +15,11 @@ import numpy as np
 
 from blest.defaults import DEFAULT_SIGMA
 from blest.errors import ArgumentError
-from blest.graph.bvss import BVSS, build_bvss
+from blest.graph.bvss import BVSS, build_bvss, to_host
 from blest.graph.core import Graph
 from blest.graph.ordering import Permutation, identity, permute_graph
 
-__all__ = ["Prepared", "to_host"]
+__all__ = ["Prepared"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,10 +100,12 @@ class Prepared:
         return cache[hops]
 
     def host(self) -> Prepared:
-        """The same preparation with NumPy arrays only."""
+        """The same preparation with NumPy arrays only (B's BVSS of every ``hops`` built so
+        far included)."""
         b = self.bvss.to_numpy()
         ptr, idx = np.asarray(to_host(self.in_ptr)), np.asarray(to_host(self.in_idx))
-        return Prepared(self.graph, self.ordering, self.permutation, ptr, idx, b)
+        hops = {k: v.to_numpy() for k, v in self.hop_cache.items()}
+        return Prepared(self.graph, self.ordering, self.permutation, ptr, idx, b, hops)
 
     def reversed(self, xp: Any = None) -> Prepared:
         """The preparation of the graph with every arc reversed, under the same permutation
@@ -129,8 +131,3 @@ def _module_of(a: Any) -> Any:
     import importlib
 
     return importlib.import_module(type(a).__module__.split(".")[0])
-
-
-def to_host(a: Any) -> Any:
-    """A CuPy array's copy in host memory; anything else as it is."""
-    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a

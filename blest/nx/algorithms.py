@@ -216,7 +216,8 @@ def _layer_number(distance: Any) -> int | None:
     if not isinstance(distance, numbers.Number):
         return None
     try:
-        real = complex(distance)
+        # numbers.Number declares no conversion: one without it raises TypeError, caught below
+        real = complex(distance)  # type: ignore[call-overload]
     except (TypeError, ValueError, OverflowError):
         return None
     if real.imag != 0 or not math.isfinite(real.real) or real.real < 0:

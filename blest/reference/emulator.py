@@ -305,7 +305,7 @@ def emulate_bfs(
     if switching and graph_or_in_csr is None:
         raise ArgumentError("switching needs the in-adjacency (a Graph or in_csr)")
     in_adj = _in_adjacency(graph_or_in_csr, n) if switching else None
-    in_deg = np.diff(in_adj[0]).astype(np.uint64) if switching and alpha > 0 else None
+    in_deg = np.diff(in_adj[0]).astype(np.uint64) if in_adj is not None and alpha > 0 else None
     r = _Run.start(b, seeds)
     states: list[LevelState] = []
     level = 0
@@ -338,6 +338,7 @@ def emulate_bfs(
             reached = _top_down_reached(r.masks, r.rows, r.v2r, alphas, r.queue, sigma)
             candidates = reached[~bits_set(r.visited, reached)]
         else:
+            assert in_adj is not None  # a level goes bottom-up only with switching
             candidates = _bottom_up_reached(*in_adj, r.visited, r.frontier, n)
         if lazy:
             new_ids = _update_lazy(r, candidates, queue, dirty_sets)

@@ -58,10 +58,10 @@ from blest.codegen.bc_render import bc_program
 from blest.codegen.bcspec import BC_SLOT_WORDS, BCSpec, slot_bytes, wide_vertices
 from blest.codegen.contract import CTL, CTL_WORDS
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
-from blest.reference.betweenness import CPURunner, run_range
+from blest.reference.betweenness import BatchRunner, CPURunner, run_range
 from blest.reference.treesum import combine
 from blest.runtime.device import cupy_module, format_bytes, pinned_array, require_memory
-from blest.runtime.program import DeviceProgram, LaunchShape
+from blest.runtime.device_program import DeviceProgram, LaunchShape
 
 __all__ = [
     "BCChoice",
@@ -408,7 +408,7 @@ class BCRunners:
         wide = default_wide_degree(spec) if wide_degree is None else int(wide_degree)
         self.choice = BCChoice(spec, int(block_size), wide)
 
-    def runner(self, *, edges: bool = False, endpoints: bool = False) -> Any:
+    def runner(self, *, edges: bool = False, endpoints: bool = False) -> BatchRunner:
         """A batch runner: the GPU's, or for edge scores the CPU runner."""
         if edges:
             return CPURunner(self.graph, edges=True, endpoints=endpoints)

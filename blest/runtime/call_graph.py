@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from blest.runtime.launch import cuda_driver
+from blest.runtime.device_program import cuda_driver
 
 __all__ = ["CapturedCall", "copy_async", "record_event"]
 

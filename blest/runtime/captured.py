@@ -42,7 +42,7 @@ def plain_id(src: Any, n: int) -> bool:
     return (
         isinstance(src, (int, np.integer))
         and not isinstance(src, (bool, np.bool_))
-        and 0 <= src < n
+        and bool(0 <= src < n)
     )
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
+from blest.graph.core import Graph
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, bfs_many_levels, source_sums
 from blest.reference.scipy_bfs import ScipyBFS
@@ -34,7 +35,7 @@ class CPUEngine(HostEngine):
 
     def __init__(
         self,
-        prepared: Prepared,
+        prepared: Prepared | Graph,
         spec: VariantSpec | None = None,
         *,
         eta: float = DEFAULT_ETA,
@@ -74,6 +75,9 @@ class CPUEngine(HostEngine):
         ms = (time.perf_counter() - t0) * 1e3
         self.last_stats = self._stats(user, levels, int(internal.size), ms)
         return self._host_result(levels, par, out)
+
+    def _release(self) -> None:
+        self._scipy = None  # type: ignore[assignment]
 
     # ------------------------------------------------------------------ many sources
     def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:

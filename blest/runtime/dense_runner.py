@@ -24,10 +24,11 @@ from blest.codegen.densespec import (
     row_words,
 )
 from blest.errors import ArgumentError, EngineError
-from blest.graph.prepared import Prepared, to_host
+from blest.graph.bvss import to_host
+from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums
 from blest.runtime.device import cupy_module, pinned_array, require_memory
-from blest.runtime.program import DeviceProgram, LaunchShape
+from blest.runtime.device_program import DeviceProgram, LaunchShape
 
 __all__ = ["DenseRunner", "dense_units", "dense_fits"]
 
@@ -129,7 +130,7 @@ class DenseRunner:
         self.units = int(units.shape[0])
 
     def _load(self) -> None:
-        from blest.runtime.launch import max_cooperative_grid
+        from blest.runtime.device_program import max_cooperative_grid
 
         kernels = dense_program(self.spec)
         self.source = kernels.source

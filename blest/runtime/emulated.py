@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
+from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA, DEFAULT_SIGMA
+from blest.graph.core import Graph
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, sums_from_levels
 from blest.reference.emulator import emulate_parents, emulate_spec
-from blest.reference.hops import emulate_hops
+from blest.reference.hops_emulator import emulate_hops
 from blest.runtime import arguments
 from blest.runtime.arguments import Progress
 from blest.runtime.host_engine import HostEngine
@@ -34,13 +35,15 @@ class EmulatedEngine(HostEngine):
 
     def __init__(
         self,
-        prepared: Prepared,
+        prepared: Prepared | Graph,
         spec: VariantSpec | None = None,
         *,
         eta: float = DEFAULT_ETA,
         beta: float = DEFAULT_BETA,
         alpha: float = DEFAULT_ALPHA,
     ) -> None:
+        if isinstance(prepared, Graph):  # the emulator reads the BVSS: prepare it here
+            prepared = Prepared.from_graph(prepared, spec.sigma if spec else DEFAULT_SIGMA)
         super().__init__(prepared.host(), spec, eta, beta, alpha)
         self._in = (np.asarray(self.prepared.in_ptr), np.asarray(self.prepared.in_idx))
         self._reverse: EmulatedEngine | None = None
@@ -70,7 +73,9 @@ class EmulatedEngine(HostEngine):
         limit = arguments.depth_limit(depth_limit)
         t0 = time.perf_counter()
         depth = None if limit < 0 else limit
-        if self.spec.hops > 1:  # several levels a phase over B's BVSS (blest.reference.hops)
+        if (
+            self.spec.hops > 1
+        ):  # several levels a phase over B's BVSS (blest.reference.hops_emulator)
             internal_levels = emulate_hops(self.prepared.hops_bvss(self.spec.hops), internal, depth)
         else:
             internal_levels = emulate_spec(
@@ -98,6 +103,10 @@ class EmulatedEngine(HostEngine):
         has = par >= 0
         out[old] = np.where(has, old[np.maximum(par, 0)], -1)
         return out
+
+    def _release(self) -> None:
+        self._in = (np.zeros(1, np.int64), np.zeros(0, np.int32))
+        self._reverse = None
 
     # ------------------------------------------------------------------ many sources
     def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:

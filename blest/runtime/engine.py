@@ -6,7 +6,7 @@ and keeps the per-traversal buffers for reuse. ``bfs(src)`` returns int32 levels
 ids, -1 for unreachable. The engine is composed of:
 
 * a :class:`~blest.runtime.traversal.Traversal`: the variant's module
-  (:class:`~blest.runtime.program.DeviceProgram`), buffers and the phases of a call;
+  (:class:`~blest.runtime.device_program.DeviceProgram`), buffers and the phases of a call;
 * its call paths: a plain call (one source, no depth limit, no parents) is replayed from a CUDA
   graph captured at its first use (:class:`~blest.runtime.captured.CapturedCalls`; untimed calls
   of the persistent variants capture one fused kernel), or inside :meth:`Engine.serving` posted
@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -35,6 +35,8 @@ from blest.errors import ArgumentError, EngineError
 from blest.graph.core import Graph
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
+from blest.inputs import BFSResult, OutSpec, Seeds, Sources
+from blest.reference.betweenness import BatchRunner
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
 from blest.runtime import arguments
 from blest.runtime.arguments import Progress, call_rules, check_idle_ms
@@ -167,6 +169,9 @@ class Engine(BFSEngine):
         self.betweenness_runners = BCRunners(graph.graph, device_id, self._sample_depth)
         #: A read-only view of the last call's clocks and state.
         self.probes = EngineProbes(tr, self._served, self._lock)
+        #: Calls with ``paths=True``: a pull runner (runtime/pull_runner.py), made at the first.
+        self.pull: Any = None
+        self._pull_last = False  # whether ``stats`` describes the pull runner's call
 
     # ------------------------------------------------------------------ settings
     @property
@@ -230,8 +235,14 @@ class Engine(BFSEngine):
 
     # ------------------------------------------------------------------ traversal
     def bfs(
-        self, src: Any, *, out: Any = None, depth_limit: int | None = None, parents: bool = False
-    ) -> Any:
+        self,
+        src: Seeds,
+        *,
+        out: OutSpec = None,
+        depth_limit: int | None = None,
+        parents: bool = False,
+        paths: bool = False,
+    ) -> BFSResult:
         """BFS levels from ``src``: int32, -1 for unreachable vertices.
 
         Parameters
@@ -255,14 +266,20 @@ class Engine(BFSEngine):
             when the levels go to the device (``out="device"`` or a CuPy ``out``), else NumPy.
             Computed by a post-pass after the timed traversal (``stats.traversal_ms`` leaves
             it out).
+        paths : bool
+            Also return the number of shortest paths from the seeds to every vertex, last:
+            :meth:`bfs_paths`.
         """
+        if paths:
+            return self.bfs_paths(src, out=out, depth_limit=depth_limit, parents=parents)
+        self._pull_last = False
         tr, rules = self._tr, self._rules
         plain = depth_limit is None and not parents and plain_id(src, self.n)
         if plain and self._serving:
             with self._lock:
                 if self._serving:
                     self._check_open()
-                    levels = self._served.run(int(src), out, rules)
+                    levels = self._served.run(int(cast(int, src)), out, rules)
                     if levels is not UNSERVED:
                         return levels
         if plain:
@@ -272,7 +289,7 @@ class Engine(BFSEngine):
                     self._check_open()
                     tr.check_out(out)
                     self._served.stop()
-                    levels = path.run(int(src), out, rules)
+                    levels = path.run(int(cast(int, src)), out, rules)
                     if levels is not None:
                         return levels
         return self._launched(src, out, depth_limit, parents)
@@ -300,11 +317,40 @@ class Engine(BFSEngine):
             found = parent_args[2]
             return levels, (found.copy() if device else found.get())
 
+    def bfs_paths(
+        self,
+        src: Seeds,
+        *,
+        out: OutSpec = None,
+        depth_limit: int | None = None,
+        parents: bool = False,
+    ) -> BFSResult:
+        """``(levels, counts)`` or, with ``parents``, ``(levels, parents, counts)``: levels as
+        :meth:`bfs` gives them (``out`` too), a parent the first in-neighbour one level up
+        (``in_csr`` order), and the number of shortest paths from the seeds to every vertex:
+        int64, exact; float64 past int64, with a RuntimeWarning (docs/betweenness.md). Runs the
+        pull family's kernel with counts (docs/variants.md), built at the first call in the form
+        the graph's average in-degree picks; parents and counts are CuPy arrays where the
+        levels go to the device."""
+        from blest.runtime.pull_runner import PullRunner
+
+        with self._lock, self._tr.cp.cuda.Device(self._device_id):
+            self._check_open()
+            self._served.stop()
+            if self.pull is None:
+                tr = self._tr
+                self.pull = PullRunner(self.prepared, device=self._device_id,
+                                       block_size=tr.block_size, in_csr=tr.in_csr)  # fmt: skip
+            self.pull.timing = self._rules.timing
+            self._pull_last = True
+            return self.pull.bfs(src, out=out, depth_limit=depth_limit, parents=parents,
+                                 paths=True)  # fmt: skip
+
     @property
     def stats(self) -> BFSStats:
         """Statistics of the last ``bfs`` call (read from the GPU on first access)."""
         with self._lock:
-            return self._tr.stats()
+            return self.pull.stats if self._pull_last else self._tr.stats()
 
     @contextlib.contextmanager
     def serving(self, idle_ms: float = 20.0) -> Iterator[Engine]:
@@ -358,7 +404,9 @@ class Engine(BFSEngine):
         return compile_source(self.source, arch=arch, target="ptx").decode()
 
     # ------------------------------------------------------------------ many sources
-    def bfs_many(self, sources: Any, *, out: Any = None, progress: Progress | None = None) -> Any:
+    def bfs_many(
+        self, sources: Sources, *, out: np.ndarray | None = None, progress: Progress | None = None
+    ) -> np.ndarray:
         """Levels from every source: an int32 array of shape ``(len(sources), n)``, row i the
         levels from ``sources[i]`` (user ids; repeats allowed), -1 for unreachable vertices.
         ``out`` may be an int32 array of that shape (a ``numpy.memmap`` for results larger than
@@ -370,7 +418,9 @@ class Engine(BFSEngine):
             self._served.stop()
             return self.many.bfs_many(users, result, progress)
 
-    def source_sums(self, sources: Any = None, *, progress: Progress | None = None) -> SourceSums:
+    def source_sums(
+        self, sources: Sources | None = None, *, progress: Progress | None = None
+    ) -> SourceSums:
         """Per vertex of ``sources`` (default: every vertex): the exact sum of distances *to*
         it, the number of vertices that reach it (itself included) and the harmonic sum."""
         self._check_open()
@@ -380,31 +430,29 @@ class Engine(BFSEngine):
             return self.many.source_sums(users, progress)
 
     def closeness(
-        self, sources: Any = None, *, wf_improved: bool = True, progress: Progress | None = None
+        self,
+        sources: Sources | None = None,
+        *,
+        wf_improved: bool = True,
+        progress: Progress | None = None,
     ) -> np.ndarray:
         """Closeness centrality of ``sources`` (default: every vertex, in id order), float64,
         exactly as NetworkX's ``closeness_centrality`` defines it (see docs/design.md)."""
         sums = self.source_sums(sources, progress=progress)
         return closeness_from_sums(sums, self.n, wf_improved=wf_improved)
 
-    def harmonic(self, sources: Any = None, *, progress: Progress | None = None) -> np.ndarray:
+    def harmonic(
+        self, sources: Sources | None = None, *, progress: Progress | None = None
+    ) -> np.ndarray:
         """Harmonic centrality of ``sources`` (default: every vertex), float64."""
         return harmonic_from_sums(self.source_sums(sources, progress=progress))
 
-    def betweenness_runner(self, *, edges: bool = False, endpoints: bool = False) -> Any:
-        """The batch runner of ``betweenness`` on this GPU (edge scores: the CPU's)."""
+    def betweenness_runner(self, *, edges: bool = False, endpoints: bool = False) -> BatchRunner:
+        """The batch runner of betweenness on this GPU (edge scores: the CPU's)."""
         self._check_open()
         with self._lock:
             self._served.stop()  # a serving kernel would hold the SMs
             return self.betweenness_runners.runner(edges=edges, endpoints=endpoints)
-
-    def betweenness(self, **options: Any) -> Any:
-        """Betweenness centrality as :meth:`blest.runtime.cpu.CPUEngine.betweenness` gives it,
-        the same bits, its batches run on this GPU."""
-        from blest.reference.betweenness import brandes
-
-        self._check_open()
-        return brandes(self.graph, make_runner=self.betweenness_runner, **options)
 
     def _sample_depth(self) -> int:
         """The BFS depth from a highest-out-degree vertex (the default multi-source form's)."""
@@ -427,6 +475,8 @@ class Engine(BFSEngine):
             self._served.close()
             self.many.close()
             self.betweenness_runners.close()
+            if self.pull is not None:
+                self.pull.close()
             for path in (self._captured, self._fused):
                 if path is not None:
                     path.close()

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_BLOCK_SIZE
 from blest.errors import ArgumentError
+
+if TYPE_CHECKING:
+    from blest.graph.core import Graph
 
 __all__ = ["BFSEngine", "BFSStats", "Geometry"]
 
@@ -69,10 +72,12 @@ class BFSEngine(Protocol):
     ``ptx`` are the generated CUDA and its PTX for the engine's variant; ``stats`` describes the
     last call; ``with serving():`` keeps a serving kernel on the GPU between plain calls where
     the variant has one (a no-op elsewhere); ``close()`` frees what the engine holds (also on
-    leaving a ``with`` block).
+    leaving a ``with`` block). ``graph`` is the graph it was built from, in vertex numbers
+    ``0 .. n-1`` (``graph.labels``, where set, maps them to the input's ids).
     """
 
     n: int
+    graph: Graph
     spec: VariantSpec
     eta: float
     device_name: str

@@ -1,10 +1,12 @@
-"""One constructor for every engine: a prepared graph, a variant, and where to run it."""
+"""One constructor for every engine, and the one policy of where a call runs: a graph, a
+variant, and a device (the GPU when one is usable, else SciPy on the CPU)."""
 
 from __future__ import annotations
 
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
+from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA, DEFAULT_SIGMA
 from blest.errors import ArgumentError
+from blest.graph.core import Graph
 from blest.graph.prepared import Prepared
 from blest.runtime.engine_protocol import BFSEngine, Geometry
 
@@ -35,7 +37,7 @@ def resolve_device(device: int | str | None) -> int | str:
 
 
 def make_engine(
-    prepared: Prepared,
+    graph: Prepared | Graph,
     spec: VariantSpec | None = None,
     *,
     eta: float = DEFAULT_ETA,
@@ -45,30 +47,34 @@ def make_engine(
     device: int | str | None = None,
     record_levels: bool = False,
 ) -> BFSEngine:
-    """An engine for ``prepared`` running ``spec`` (default: sigma of the preparation, lazy,
-    switching).
+    """An engine for ``graph`` running ``spec``: blest's one policy of where a call runs, which
+    the one-call API, the command line, the tuner and ``load_tuned`` all follow.
 
-    ``device``: ``None`` runs on the GPU when there is one and else with SciPy on the CPU;
-    ``"gpu"`` or an index insists on a GPU; ``"cpu"`` is SciPy's BFS
-    (:class:`~blest.runtime.cpu.CPUEngine`); ``"emulator"`` is the exact NumPy emulator of the
-    kernel (:class:`~blest.runtime.emulated.EmulatedEngine`). The prepared arrays are used as
-    they are: nothing is re-ordered or re-sorted.
+    ``device``: ``None`` runs on the GPU when one is usable and else with SciPy's compiled BFS
+    on the CPU; ``"gpu"`` or an index insists on a GPU; ``"cpu"`` is SciPy's BFS
+    (:class:`~blest.runtime.cpu.CPUEngine`, which needs no preparation); ``"emulator"`` is the
+    exact NumPy emulator of the kernel (:class:`~blest.runtime.emulated.EmulatedEngine`).
+    ``graph``: a :class:`Prepared` graph, used as it is (nothing is re-ordered or re-sorted),
+    or a :class:`Graph` in the user's ids, prepared where the engine needs it (on the GPU, the
+    BVSS is built there) at ``spec.sigma`` in its own order. ``spec`` defaults to the paper's
+    variant at the preparation's sigma.
     """
-    spec = spec if spec is not None else VariantSpec(sigma=prepared.sigma)
+    sigma = graph.sigma if isinstance(graph, Prepared) else DEFAULT_SIGMA
+    spec = spec if spec is not None else VariantSpec(sigma=sigma)
     where = resolve_device(device)
     if where == "cpu":
         from blest.runtime.cpu import CPUEngine
 
-        return CPUEngine(prepared, spec, eta=eta, beta=beta, alpha=alpha)
+        return CPUEngine(graph, spec, eta=eta, beta=beta, alpha=alpha)
     if where == "emulator":
         from blest.runtime.emulated import EmulatedEngine
 
-        return EmulatedEngine(prepared, spec, eta=eta, beta=beta, alpha=alpha)
+        return EmulatedEngine(graph, spec, eta=eta, beta=beta, alpha=alpha)
     from blest.runtime.engine import Engine
 
     g = geometry or Geometry()
     return Engine(
-        prepared,
+        graph,
         spec,
         eta=eta,
         beta=beta,

@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.spec import VariantSpec
-from blest.defaults import DEFAULT_ALPHA, DEFAULT_ARCH, DEFAULT_BETA
+from blest.defaults import DEFAULT_ALPHA, DEFAULT_ARCH, DEFAULT_BETA, DEFAULT_SIGMA
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
+from blest.graph.core import Graph
+from blest.graph.ordering import Permutation, identity
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
 from blest.runtime import arguments
@@ -23,6 +25,19 @@ from blest.runtime.arguments import Progress, call_rules, check_idle_ms
 from blest.runtime.engine_protocol import BFSStats
 
 __all__ = ["HostEngine"]
+
+
+class _Unprepared:
+    """A graph in its own ids that no engine has prepared: what SciPy's BFS runs on. It
+    answers what an engine reads of a preparation (``graph``, ``n``, ``sigma``, the identity
+    ``permutation``) and prepares itself only if asked for more."""
+
+    def __init__(self, graph: Graph, sigma: int) -> None:
+        self.graph, self.n, self.sigma = graph, graph.n, sigma
+        self.permutation: Permutation = identity(graph.n)
+
+    def prepare(self) -> Prepared:
+        return Prepared.from_graph(self.graph, self.sigma)
 
 
 class HostEngine:
@@ -34,33 +49,44 @@ class HostEngine:
 
     def __init__(
         self,
-        prepared: Prepared,
+        prepared: Prepared | Graph,
         spec: VariantSpec | None,
         eta: float,
         beta: float = DEFAULT_BETA,
         alpha: float = DEFAULT_ALPHA,
     ) -> None:
-        if not isinstance(prepared, Prepared):
+        prep: Prepared | _Unprepared | Graph = prepared
+        if isinstance(prep, Graph):  # SciPy's BFS needs no preparation; the emulator does
+            prep = _Unprepared(prep, spec.sigma if spec is not None else DEFAULT_SIGMA)
+        if not isinstance(prep, (Prepared, _Unprepared)):
             raise ArgumentError(
-                f"an engine is built from a blest.graph.Prepared, got {type(prepared).__name__}"
+                "an engine is built from a blest.Graph or a blest.graph.Prepared, got "
+                f"{type(prep).__name__}"
             )
-        self.spec = spec if spec is not None else VariantSpec(sigma=prepared.sigma)
-        if self.spec.sigma != prepared.sigma:
+        self.spec = spec if spec is not None else VariantSpec(sigma=prep.sigma)
+        if self.spec.sigma != prep.sigma:
             raise ArgumentError(
                 f"the variant has sigma={self.spec.sigma} but the graph was prepared at "
-                f"sigma={prepared.sigma}"
+                f"sigma={prep.sigma}"
             )
         if alpha and self.spec.launch == "per_level":  # as its kernels: no barrier to count at
             raise ArgumentError(f"alpha > 0 needs a persistent variant, not {self.spec.name}")
         self._rules = call_rules(eta, beta, alpha, 0, True)
-        self.prepared = prepared
-        self.graph = prepared.graph
-        self.n = prepared.n
-        self.permutation = prepared.permutation
-        self._new_of_old = np.asarray(prepared.permutation.new_of_old)
+        self._prep = prep
+        self.graph = prep.graph
+        self.n = prep.n
+        self.permutation = prep.permutation
+        self._new_of_old = np.asarray(prep.permutation.new_of_old)
         self._lock = threading.RLock()  # engine methods may call bfs
         self._closed = False
         self.last_stats: BFSStats | None = None
+
+    @property
+    def prepared(self) -> Prepared:
+        """The prepared graph (an engine built from a Graph prepares it when asked)."""
+        if isinstance(self._prep, _Unprepared):
+            self._prep = self._prep.prepare()
+        return self._prep
 
     # ------------------------------------------------------------------ settings
     @property
@@ -247,9 +273,15 @@ class HostEngine:
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:
-        """Release what the engine holds; further calls raise :class:`EngineError`."""
+        """Release what the engine holds (its graph too); further calls raise
+        :class:`EngineError`."""
         with self._lock:
             self._closed = True
+            self._prep = self.graph = None  # type: ignore[assignment]
+            self._release()
+
+    def _release(self) -> None:
+        """Drop what a subclass holds besides the graph (called once, by :meth:`close`)."""
 
     def __enter__(self) -> Any:
         return self

@@ -6,7 +6,7 @@ bottom-up level bits) are a few L2 lines each on a small graph, and every level 
 hits them with atomics. Allocated one by one, CuPy's pool put them wherever its history left
 room, and that decided which of them shared an L2 slice: the same engine on the same graph ran
 twitch_FR's traversal in 25.4 or 30.6 us, by nothing but the addresses (an H100,
-benchmarks/NOTES.md, session 26).
+benchmarks/NOTES.md).
 
 Here they are views at fixed offsets into one allocation whose base is aligned to a power of two
 at least as large as the whole. Two engines' buffers then differ only in address bits above the

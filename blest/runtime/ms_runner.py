@@ -10,7 +10,7 @@ takes internal source ids and returns, per source, the exact sum of distances, t
 the harmonic sum; with ``levels`` it also writes each source's levels (user ids) into rows of a
 device array. Launches cover a range of batches each, sized to take about a quarter second, so
 that progress is reported and Ctrl-C is honoured between them. The module is a
-:class:`~blest.runtime.program.DeviceProgram` whose run arguments are rebound at each launch.
+:class:`~blest.runtime.device_program.DeviceProgram` whose run arguments are rebound at each launch.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from blest.codegen.ms_render import ms_program
 from blest.codegen.msspec import MSSpec, queue_capacity, queue_smem_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
-from blest.graph.prepared import Prepared, to_host
+from blest.graph.bvss import to_host
+from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums
 from blest.runtime.device import (
     cupy_module,
@@ -38,7 +39,7 @@ from blest.runtime.device import (
     pinned_array,
     require_memory,
 )
-from blest.runtime.program import DeviceProgram, LaunchShape
+from blest.runtime.device_program import DeviceProgram, LaunchShape
 
 __all__ = ["MSRunner", "MSRun"]
 

@@ -99,6 +99,7 @@ class EngineProbes:
         size = None if spec.queue == "resident" else int(ctl[CTL["qsize"] + q])
         queue = queue_sets = None
         if spec.queue == "vss":
+            assert size is not None  # read for every queue but the resident one
             nv = max(tr.prepared.bvss.n_vss, 1)
             start = 2 * q * nv
             entries = tr.values["queue"][start : start + 2 * size].get().reshape(-1, 2)

@@ -43,7 +43,7 @@ from blest.codegen.contract import (
 from blest.codegen.render import has_serving_kernel, program
 from blest.errors import EngineError
 from blest.runtime.arguments import CallRules
-from blest.runtime.program import DeviceProgram, LaunchShape
+from blest.runtime.device_program import DeviceProgram, LaunchShape
 from blest.runtime.traversal import Traversal
 
 __all__ = ["ServedCalls", "UNSERVED", "resident_counts_full"]
@@ -177,7 +177,9 @@ class ServedCalls:
             if isinstance(out, cp.ndarray):
                 if tr.direct(out):
                     dst, fresh = out.data.ptr, out
-            elif out is None or isinstance(out, np.ndarray):
+            elif out is None:  # staged
+                dst, host = tr.host_levels.ctypes.data, 1
+            elif isinstance(out, np.ndarray):
                 dst, host = (tr.host_levels if tr.staged(out) else out).ctypes.data, 1
         if dst >= _ADDRESS_LIMIT:
             return UNSERVED
@@ -191,6 +193,7 @@ class ServedCalls:
             self.stop()  # the server runs under the rules it was launched with
         counted = self.counted
         if counted and self.stream is not None:
+            assert self.program is not None  # a server runs: its module is loaded
             if resident_counts_full(self.arrivals, tr.n, self.program.shapes["serve"].grid):
                 self.stop()  # the next launch starts from zeroed counts
         seq = self.seq = (self.seq + 1) & 0xFFFFFFFF or 1
@@ -211,6 +214,7 @@ class ServedCalls:
         # (a timed-out barrier's ERROR, which the kernel writes in the host block, raises here)
         tr.check_ctl(src, 1, False, self.ctl_copy)
         if counted:  # the answer's high word: the barriers met since the launch
+            assert self.program is not None  # the call was served: its module is loaded
             self.arrivals = self.u32[_ANSWER + 1] * self.program.shapes["serve"].grid
         if fresh is not None:
             return fresh
@@ -284,6 +288,7 @@ class ServedCalls:
             tr.program.read_ctl()
             if tr.host_ctl[_ERROR]:
                 tr.check_ctl(-1, 1, False)  # voids the engine and raises
+            assert self.rules is not None  # set when the server that ended was launched
             self.start(self.rules)  # it ended, idle, before this call was posted
 
     def stop(self) -> None:

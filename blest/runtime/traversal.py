@@ -37,8 +37,8 @@ from blest.runtime.device import (
     pinned_array,
     require_memory,
 )
+from blest.runtime.device_program import DeviceProgram, LaunchShape
 from blest.runtime.engine_protocol import BFSStats, Geometry
-from blest.runtime.program import DeviceProgram, LaunchShape
 from blest.runtime.ss_buffers import block_buffers, block_plan, bvss_buffers
 
 __all__ = ["Traversal", "PER_LEVEL_BATCH", "launch_shapes"]
@@ -110,7 +110,7 @@ class Traversal:
         self.call_slot = pinned_array(cp, 3, np.int64)
         self.slot_words = memoryview(self.call_slot)  # for the call's stores (a tenth of NumPy's)
         self.new_of_old = np.ascontiguousarray(self.permutation.new_of_old)
-        self.internal_ids = memoryview(self.new_of_old)
+        self.internal_ids = self.new_of_old.data
         if spec.launch == "persistent":
             first, words = CALL_SLOT
             self.slot = self.values["ctl"][first : first + words].view(cp.int64)
@@ -162,7 +162,7 @@ class Traversal:
 
     def _check_cluster(self, block: int) -> None:
         """A cluster the device cannot place is refused here, not at the first call."""
-        from blest.runtime.launch import max_active_clusters
+        from blest.runtime.device_program import max_active_clusters
 
         cluster, prog = self.spec.cluster, self.program
         if cluster > 1:
@@ -367,8 +367,10 @@ class Traversal:
         """Drop every device buffer, the pinned staging memory and the module."""
         self.program.close()
         self.values = {}
-        self.slot = self.own_dst = self.slot_words = self.call_slot = None
+        self.slot = self.own_dst = self.call_slot = None
+        # A closed traversal is never used again: mypy cannot type that state.
+        self.slot_words = None  # type: ignore[assignment]  # holds the pinned call slot
         self.user_levels = self._seed_buffer = self.parent_args = self.in_csr = None
         self._block_seeds = ()
         self.host_levels = self.host_ctl = self.host_block = None
-        self.prepared = None  # type: ignore[assignment]  (its BVSS may live on the GPU)
+        self.prepared = None  # type: ignore[assignment]  # its BVSS may live on the GPU

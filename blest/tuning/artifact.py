@@ -13,7 +13,11 @@ A ``.npz`` (zip of ``.npy`` members, written atomically, byte-for-byte reproduci
   ``real_counts`` (VSSs per slice set), ``virtual_to_real``;
 * ``labels`` (int64 or str), only for a graph with labels (read with ``--relabel``): the
   user's id of every vertex, so that a config takes and reports the input's own ids. An
-  artifact without it is a graph without labels.
+  artifact without it is a graph without labels;
+* ``hops`` and ``hop_*``, only for a variant that runs several levels a phase (``hops`` = K >
+  1): the BVSS of B = A + ... + A^K with its K - 1 rows of near masks (``hop_nnz``,
+  ``hop_real_slices``, ``hop_row_ids``, ``hop_masks``, ``hop_near_masks``, ``hop_real_counts``,
+  ``hop_virtual_to_real``), so that loading builds nothing.
 
 Per-vertex arrays are stored as degrees and differences and deflated, so that isolated vertices
 and sparse ids cost next to nothing; the arrays that grow with the arcs are stored uncompressed,
@@ -26,7 +30,7 @@ consistently edited artifact whose checksum was updated is refused instead of ru
 Only the members an artifact has are read, scalars first, and each array only after its
 declared size is checked against them (no member may hold more elements than ``n`` and
 ``nnz`` allow) and against the memory limit (:mod:`blest.graph.io.zipnpy`); members of other
-names are never inflated.
+names are never inflated. Version 3 adds the optional B members; versions 1 and 2 are read.
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ from blest.graph.io.zipnpy import NpzMembers
 from blest.graph.labels import storable_labels
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
-from blest.tuning.artifact_checks import check_structure
-from blest.tuning.files import atomic_write
+from blest.tuning.artifact_checks import check_hop_bvss, check_structure
+from blest.tuning.storage import atomic_write
 
 __all__ = [
     "ARTIFACT_FORMAT",
@@ -61,20 +65,24 @@ __all__ = [
 ]
 
 ARTIFACT_FORMAT = "blest-prepared"
-ARTIFACT_VERSION = 2
+ARTIFACT_VERSION = 3
+#: Versions this blest reads.
+READ_VERSIONS = (1, 2, 3)
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # a fixed member time: equal preparations, equal bytes
 _POINTERS = {"graph_out_deg": "graph_out_ptr", "graph_in_deg": "graph_in_ptr", "in_deg": "in_ptr"}
 _PERMUTATIONS = ("new_of_old", "old_of_new")
 _SCALARS = ("format", "version", "graph_hash", "n", "directed", "ordering")
 _BVSS_SCALARS = ("sigma", "nnz", "real_slices")
+#: Scalars of B's BVSS (several levels a phase), present only with it.
+_HOP_SCALARS = ("hops", "hop_nnz", "hop_real_slices")
 #: Errors a damaged archive may raise while it is read.
 _DAMAGED = (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError, RuntimeError,
             zlib.error, struct.error, NotImplementedError, TypeError, OverflowError)  # fmt: skip
 
 
 # ---------------------------------------------------------------------- writing
-def _members(prep: Prepared) -> list[tuple[str, np.ndarray, bool]]:
-    """(name, array, deflate) of every member, in file order."""
+def _members(prep: Prepared, hops: int = 1) -> list[tuple[str, np.ndarray, bool]]:
+    """(name, array, deflate) of every member, in file order (``hops`` > 1: B's BVSS too)."""
     g, b, p = prep.graph, prep.bvss.to_numpy(), prep.permutation
 
     def deg(ptr: Any) -> np.ndarray:
@@ -111,14 +119,27 @@ def _members(prep: Prepared) -> list[tuple[str, np.ndarray, bool]]:
     ]
     if g.labels is not None:
         out.append(("labels", storable_labels(g.labels), True))
+    if hops > 1:
+        h = prep.hops_bvss(hops).to_numpy()
+        out += [
+            ("hops", np.array(hops, dtype=np.int64), False),
+            ("hop_nnz", np.array(h.nnz, dtype=np.int64), False),
+            ("hop_real_slices", np.array(h.real_slices, dtype=np.int64), False),
+            ("hop_row_ids", np.asarray(h.row_ids, dtype=np.int32), False),
+            ("hop_masks", np.asarray(h.masks, dtype=np.uint32), False),
+            ("hop_near_masks", np.atleast_2d(np.asarray(h.near_masks, np.uint32)), False),
+            ("hop_real_counts", deg(h.real_ptrs), True),
+            ("hop_virtual_to_real", np.asarray(h.virtual_to_real, dtype=np.int32), True),
+        ]
     return out
 
 
-def write_artifact(f: IO[bytes], prep: Prepared) -> None:
-    """Write ``prep`` as an artifact into the binary file ``f`` (seekable)."""
+def write_artifact(f: IO[bytes], prep: Prepared, hops: int = 1) -> None:
+    """Write ``prep`` as an artifact into the binary file ``f`` (seekable); ``hops`` > 1 also
+    stores the BVSS of B = A + ... + A^hops that the variant reads."""
     zf = zipfile.ZipFile(f, "w", allowZip64=True)
     try:
-        for name, array, deflate in _members(prep):
+        for name, array, deflate in _members(prep, hops):
             info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_EPOCH)
             info.compress_type = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
             info.external_attr = 0o644 << 16
@@ -132,9 +153,10 @@ def write_artifact(f: IO[bytes], prep: Prepared) -> None:
     zf.close()
 
 
-def save_artifact(path: str | os.PathLike[str], prep: Prepared) -> Path:
-    """Write ``prep`` to ``path`` atomically (exactly that name)."""
-    return atomic_write(path, lambda f: write_artifact(f, prep))
+def save_artifact(path: str | os.PathLike[str], prep: Prepared, hops: int = 1) -> Path:
+    """Write ``prep`` to ``path`` atomically (exactly that name); ``hops`` as for
+    :func:`write_artifact`."""
+    return atomic_write(path, lambda f: write_artifact(f, prep, hops))
 
 
 # ---------------------------------------------------------------------- reading
@@ -159,6 +181,9 @@ def _read_members(path: str | os.PathLike[str], where: str) -> dict[str, np.ndar
     try:
         with NpzMembers(path, memory_limit(None).nbytes) as members:
             arrays = {k: members.read(k, max_items=1) for k in _SCALARS + _BVSS_SCALARS}
+            for k in _HOP_SCALARS:
+                if k in members.names:
+                    arrays[k] = members.read(k, max_items=1)
             bounds = _bounds(arrays)
             for k in sorted(members.names & bounds.keys()):
                 shape, _ = members.header(k)
@@ -194,6 +219,14 @@ def _bounds(scalars: dict[str, np.ndarray]) -> dict[str, int]:
     out.update(dict.fromkeys(("graph_out_idx", "graph_in_idx", "in_idx"), nnz))
     out.update(real_counts=sets, real_ptrs=sets, virtual_to_real=vss)
     out.update(row_ids=vss * tau, masks=vss * 32)
+    if "hop_nnz" in scalars:  # B's BVSS: a simple graph's arcs at most, so n (n - 1)
+        hops, hop_nnz = int(_scalar(scalars, "hops")), int(_scalar(scalars, "hop_nnz"))
+        if not 2 <= hops <= 3 or not 0 <= hop_nnz <= n * max(n - 1, 0):
+            raise ValueError(f"hops = {hops}, hop_nnz = {hop_nnz}")
+        hop_vss = hop_nnz + sets
+        out.update(hop_real_counts=sets, hop_virtual_to_real=hop_vss)
+        out.update(hop_row_ids=hop_vss * tau, hop_masks=hop_vss * 32)
+        out.update(hop_near_masks=(hops - 1) * hop_vss * 32)
     return out
 
 
@@ -279,6 +312,36 @@ def _prepared(
     return Prepared(graph, ordering, perm, a["in_ptr"], a["in_idx"], bvss)
 
 
+def _hop_bvss(arrays: dict[str, np.ndarray], n: int, sigma: int, hops: int) -> BVSS:
+    """B's BVSS from the ``hop_*`` members, checked as a BVSS of ``hop_nnz`` arcs whose near
+    masks each hold a subset of the next's bits."""
+    counts = _want(arrays, "hop_real_counts", np.int32)
+    if counts.size and counts.min() < 0:
+        raise ConfigError("hop_real_counts has a negative count")
+    b = {
+        "row_ids": _want(arrays, "hop_row_ids", np.int32),
+        "masks": _want(arrays, "hop_masks", np.uint32),
+        "real_ptrs": _pointers(counts),
+        "virtual_to_real": _want(arrays, "hop_virtual_to_real", np.int32),
+    }
+    nnz = int(_scalar(arrays, "hop_nnz"))
+    near = arrays["hop_near_masks"]
+    if near.dtype != np.uint32 or near.shape != (hops - 1, b["masks"].size):
+        raise ConfigError(f"hop_near_masks is {near.dtype} {near.shape}, not {hops - 1} rows")
+    check_hop_bvss(b, near, n=n, sigma=sigma, nnz=nnz)
+    return BVSS(
+        sigma=sigma,
+        n=n,
+        nnz=nnz,
+        row_ids=b["row_ids"],
+        masks=b["masks"],
+        real_ptrs=b["real_ptrs"].astype(np.int32),
+        virtual_to_real=b["virtual_to_real"],
+        real_slices=int(_scalar(arrays, "hop_real_slices")),
+        near_masks=near,
+    )
+
+
 def load_artifact(
     path: str | os.PathLike[str], *, source: str | None = None, graph_hash: str | None = None
 ) -> Prepared:
@@ -292,10 +355,10 @@ def load_artifact(
     arrays = _read_members(path, where)
     try:
         fmt, version = _scalar(arrays, "format"), _scalar(arrays, "version")
-        if fmt != ARTIFACT_FORMAT or version not in (1, ARTIFACT_VERSION):
+        if fmt != ARTIFACT_FORMAT or version not in READ_VERSIONS:
             raise ConfigError(
-                f"{where} is not a blest prepared artifact of version 1 or {ARTIFACT_VERSION} "
-                f"(format {fmt!r}, version {version!r})"
+                f"{where} is not a blest prepared artifact of version "
+                f"{', '.join(map(str, READ_VERSIONS))} (format {fmt!r}, version {version!r})"
             )
         recorded = str(_scalar(arrays, "graph_hash"))
         if graph_hash is not None and recorded != graph_hash:
@@ -304,7 +367,11 @@ def load_artifact(
         sigma, nnz = int(_scalar(arrays, "sigma")), int(_scalar(arrays, "nnz"))
         a = _decode(arrays, int(version), directed)
         check_structure(a, n=n, directed=directed, sigma=sigma, nnz=nnz)
-        return _prepared(arrays, a, n, directed, source)
+        prep = _prepared(arrays, a, n, directed, source)
+        if "hops" in arrays:
+            hops = int(_scalar(arrays, "hops"))
+            prep.hop_cache[hops] = _hop_bvss(arrays, n, sigma, hops)
+        return prep
     except ConfigError as exc:
         if str(exc).startswith((where, f"prepared artifact {where}")):
             raise

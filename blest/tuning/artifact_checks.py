@@ -34,7 +34,7 @@ import numpy as np
 from blest.defaults import SIGMAS
 from blest.errors import ConfigError
 
-__all__ = ["check_file", "check_structure", "max_artifact_bytes"]
+__all__ = ["check_file", "check_hop_bvss", "check_structure", "max_artifact_bytes"]
 
 _ZIP_MAGIC = b"PK\x03\x04"
 
@@ -173,17 +173,41 @@ def check_structure(
     _check_bvss_bits(a, n, sigma, nnz)
 
 
-def max_artifact_bytes(n: int, arcs: int, sigma: int) -> int:
+def check_hop_bvss(
+    b: dict[str, np.ndarray], near: np.ndarray, *, n: int, sigma: int, nnz: int
+) -> None:
+    """Check B's BVSS (several levels a phase): the shape of a BVSS of ``nnz`` arcs on n
+    vertices, its row ids in range, and near masks that nest: the d-arc mask's bits within the
+    next's, the last's within the mask's."""
+    _check_bvss_shape(b, n, sigma)
+    got = int(_slot_bits(b["masks"], sigma).sum(dtype=np.int64))
+    if got != nnz:
+        raise ConfigError(f"B's masks hold {got} arcs, hop_nnz says {nnz}")
+    outer = b["masks"]
+    for row in near[::-1]:
+        if np.any(row & ~outer):
+            raise ConfigError("a near mask of B holds bits its outer mask does not")
+        outer = row
+
+
+def max_artifact_bytes(n: int, arcs: int, sigma: int, hops: int = 1, hop_arcs: int = 0) -> int:
     """An upper bound on the size of the artifact of a graph of ``n`` vertices and ``arcs``
-    arcs at slice width ``sigma`` (either version): per vertex at most 40 bytes (row pointers
+    arcs at slice width ``sigma`` (any version): per vertex at most 40 bytes (row pointers
     and permutations), per arc 12 (the three adjacencies), per VSS (at most one per arc, plus
-    one per slice set) 4 * tau row ids, 32 masks and its slice set, and 1 MiB of archive."""
+    one per slice set) 4 * tau row ids, 32 masks and its slice set, and 1 MiB of archive;
+    with B's BVSS (``hops`` > 1, of ``hop_arcs`` arcs), its VSSs too, each with hops - 1 more
+    rows of masks."""
     tau = 32 * max(1, 32 // max(1, sigma))
     sets = -(-n // max(1, sigma)) + 1
-    return 40 * (n + 1) + 12 * arcs + (4 * tau + 136) * (arcs + sets) + 16 * sets + (1 << 20)
+    most = 40 * (n + 1) + 12 * arcs + (4 * tau + 136) * (arcs + sets) + 16 * sets + (1 << 20)
+    if hops > 1:
+        most += (4 * tau + 136 + 128 * (hops - 1)) * (hop_arcs + sets) + 16 * sets
+    return most
 
 
-def check_file(path: Path, *, n: int, arcs: int, sigma: int) -> None:
+def check_file(
+    path: Path, *, n: int, arcs: int, sigma: int, hops: int = 1, hop_arcs: int = 0
+) -> None:
     """Refuse, before hashing it, an artifact that is not a regular file, is larger than the
     config's graph allows, or is not a zip archive (see the module docstring)."""
     try:
@@ -196,7 +220,7 @@ def check_file(path: Path, *, n: int, arcs: int, sigma: int) -> None:
         raise ConfigError(
             f"prepared artifact {path} is not a regular file (a directory, device or pipe)"
         )
-    most = max_artifact_bytes(n, arcs, sigma)
+    most = max_artifact_bytes(n, arcs, sigma, hops, hop_arcs)
     if info.st_size > most:
         raise ConfigError(
             f"prepared artifact {path} has {info.st_size:,} bytes, more than the artifact of a "

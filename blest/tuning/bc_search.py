@@ -2,7 +2,7 @@
 
 A candidate is a :class:`BCSpec` (kappa, form) and a block size. Each is timed on the same
 sample of sources, run as the real computation runs them (in calls of the runner's width,
-over windows of consecutive ids: :func:`blest.tuning.multi.sample_sources`), and scored in
+over windows of consecutive ids: :func:`blest.tuning.ms_search.sample_sources`), and scored in
 seconds per source of the warm run. The block form goes first on deep graphs and on small
 ones, the grid form on big shallow ones (:func:`blest.runtime.bc_runner.default_choice`); a
 candidate stops once it is clearly slower than the best so far, and the search stays within
@@ -21,7 +21,7 @@ import numpy as np
 
 from blest.codegen.bcspec import BC_KAPPAS, BCSpec
 from blest.graph.core import Graph
-from blest.tuning.multi import sample_sources
+from blest.tuning.ms_search import sample_sources
 
 __all__ = [
     "BCCandidate",

@@ -32,7 +32,7 @@ from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA
 from blest.errors import ConfigError
 from blest.runtime.engine_protocol import Geometry
 from blest.tuning.config_text import MAX_DEPTH, config_text, json_depth
-from blest.tuning.files import atomic_write
+from blest.tuning.storage import atomic_write
 
 __all__ = [
     "CONFIG_FORMAT",
@@ -221,6 +221,9 @@ class PreparationInfo:
     bvss_bytes: int = 0
     seconds: dict[str, Any] = field(default_factory=dict)
     load_seconds: float | None = None
+    #: Arcs of B = A + ... + A^hops, whose BVSS the artifact holds when the variant runs
+    #: several levels a phase (None otherwise).
+    hop_arcs: int | None = None
 
     @classmethod
     def from_dict(cls, data: Any) -> PreparationInfo:
@@ -238,6 +241,7 @@ class PreparationInfo:
             bvss_bytes=f.int("bvss_bytes", optional=True) or 0,
             seconds=f.dict("seconds"),
             load_seconds=f.float("load_seconds", optional=True),
+            hop_arcs=f.int("hop_arcs", minimum=0, optional=True),
         )
 
 
@@ -467,8 +471,8 @@ class TunedConfig:
         self, path: str | os.PathLike[str], *, point: str | None = None, **publish: Any
     ) -> Path:
         """Write atomically (temporary file + os.replace); returns the path. ``point`` names
-        a test failpoint (:func:`blest.tuning.files.failpoint`) before the replace; ``publish``
-        goes to :func:`~blest.tuning.files.atomic_write` (``then``, ``final``)."""
+        a test failpoint (:func:`blest.tuning.storage.failpoint`) before the replace; ``publish``
+        goes to :func:`~blest.tuning.storage.atomic_write` (``then``, ``final``)."""
         text = self.json_text().encode()
         out = atomic_write(path, lambda f: f.write(text), point=point, **publish)
         self.path = Path(path)

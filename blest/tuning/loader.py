@@ -18,7 +18,7 @@ from blest.runtime.factory import make_engine, resolve_device
 from blest.tuning.artifact import load_artifact
 from blest.tuning.artifact_checks import check_file
 from blest.tuning.config import TunedConfig
-from blest.tuning.files import sha256_file
+from blest.tuning.storage import sha256_file
 
 __all__ = ["load_tuned", "load_prepared"]
 
@@ -27,7 +27,9 @@ def load_prepared(cfg: TunedConfig) -> Prepared:
     """The config's artifact, verified: its SHA-256 and its graph hash must match the config."""
     path = cfg.artifact_path
     try:
-        check_file(path, n=cfg.graph.n, arcs=cfg.graph.arcs, sigma=cfg.spec.sigma)
+        hop_arcs = cfg.preparation.hop_arcs or 0
+        check_file(path, n=cfg.graph.n, arcs=cfg.graph.arcs, sigma=cfg.spec.sigma,
+                   hops=cfg.spec.hops, hop_arcs=hop_arcs)  # fmt: skip
     except ConfigError as exc:
         raise ConfigError(f"{exc}: {cfg.hint}") from None
     if sha256_file(path) != cfg.artifact_sha256:

@@ -22,7 +22,7 @@ from blest.graph.classify import default_ordering
 from blest.graph.core import Graph
 from blest.graph.ordering import ORDERINGS, Permutation, permute_graph
 from blest.graph.prepared import Prepared
-from blest.runtime.ordering import compute_ordering
+from blest.runtime.device_ordering import device_ordering
 
 __all__ = [
     "OrderingUnavailable",
@@ -61,7 +61,7 @@ def _ordering(graph: Graph, name: str, **kw: Any) -> Permutation:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # fallbacks are reported through Permutation.notes
-            return compute_ordering(graph, name, **kw)
+            return device_ordering(graph, name, **kw)
     except (ImportError, RuntimeError, BlestError) as exc:
         raise OrderingUnavailable(f"ordering {name!r} is unavailable here ({exc})") from exc
 

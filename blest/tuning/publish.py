@@ -20,7 +20,7 @@ from blest.tuning.config import (
     is_own_artifact,
     named_artifact,
 )
-from blest.tuning.files import (
+from blest.tuning.storage import (
     STALE_SECONDS,
     exclusive_lock,
     failpoint,
@@ -66,7 +66,7 @@ def _is_blest_temp(head: bytes) -> bool:
 
 def sweep(config: Path, base: Path) -> list[Path]:
     """Remove the temporary files of this config and artifact base that killed writers left
-    more than an hour ago (:func:`~blest.tuning.files.sweep_stale_temps`)."""
+    more than an hour ago (:func:`~blest.tuning.storage.sweep_stale_temps`)."""
     return sweep_stale_temps(config.parent, [config.name, base.name], _is_blest_temp)
 
 
@@ -96,8 +96,11 @@ def write_tuned(
     with exclusive_lock(config_path, on_wait):
         sweep(config_path, base)
         previous = named_artifact(config_path)
+        hops = cfg.spec.hops  # B's BVSS goes in the artifact: loading then builds nothing
+        if hops > 1:
+            cfg.preparation.hop_arcs = int(outcome.prepared.hops_bvss(hops).nnz)
         artifact, digest = publish_by_hash(
-            base, lambda f: write_artifact(f, outcome.prepared), point="artifact-written"
+            base, lambda f: write_artifact(f, outcome.prepared, hops), point="artifact-written"
         )
         before = cfg.artifact, cfg.artifact_sha256
         published = []

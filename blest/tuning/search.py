@@ -2,11 +2,11 @@
 
 ``make_engine(candidate)`` returns an object with ``bfs(src, out=...)``, ``stats.traversal_ms``,
 writable ``eta``, ``beta``, ``alpha`` and ``small_queue`` attributes and ``close()`` (a
-:class:`blest.Engine`, or a fake in tests). Protocol (:mod:`blest.tuning.protocol`): one
+:class:`blest.Engine`, or a fake in tests). Protocol (:mod:`blest.tuning.timing`): one
 warm-up traversal per engine, then every source ``repeats`` times; traversal time from the
 engine's CUDA events. Scores are means over the sources, the protocol's own statistic: a
 configuration that costs much more on a few sources (a switching rule that misfires on their
-tails) loses by the mean where a median hides it (kron-22 on an H200, session 20: eta 50 and
+tails) loses by the mean where a median hides it (kron-22 on an H200: eta 50 and
 eta 20 both 0.29-0.30 ms by the median of the held-out sources, 0.340 and 0.320 ms by the
 mean).
 
@@ -79,13 +79,13 @@ CONFIRM_K, CONFIRM_ROUNDS = 3, 4
 #: with it on the tuning sources (same ordering, variant and geometry; 0 turns it off): on
 #: kron-22 the eta grid tied within 1% on the 8 tuning sources, while eta 100 and 200 cost 2-3x
 #: on a tenth of the other sources (their mean traversal 0.42 ms against 0.32 at eta 20, on an
-#: H200; benchmarks/NOTES.md, session 20).
+#: H200; benchmarks/NOTES.md).
 CONFIRM_ETAS = 2
 #: A second pass over the coarse candidates left untried starts only before this budget share.
 SECOND_PASS_BEFORE = 0.85
 #: The refinement tries the other geometries for a family no leader belongs to only when its
 #: best runs within this factor of the leaders' in the coarse geometries: the launch geometry
-#: alone moved a variant by at most 1.45x in session 14's sweep of the small social graphs.
+#: alone moved a variant by at most 1.45x in a sweep of the small social graphs.
 FAMILY_SPREAD = 1.5
 
 
@@ -137,7 +137,7 @@ def configure(engine: Any, c: Candidate, default_small_queue: int) -> None:
     engine.small_queue = default_small_queue if c.small_queue is None else int(c.small_queue)
 
 
-def measure(engine: Any, sources: Sequence[int], repeats: int = 1) -> list[float]:
+def measure(engine: Any, sources: Sequence[int] | np.ndarray, repeats: int = 1) -> list[float]:
     """Traversal ms per run: one warm-up, then each source ``repeats`` times."""
     engine.bfs(int(sources[0]), out="device")
     times = []
@@ -167,9 +167,9 @@ class Search:
     def __init__(
         self,
         make_engine: Callable[[Candidate], Any],
-        sources: Sequence[int],
+        sources: Sequence[int] | np.ndarray,
         *,
-        confirm_sources: Sequence[int] = (),
+        confirm_sources: Sequence[int] | np.ndarray = (),
         budget_s: float = 60.0,
         repeats: int = 1,
         top_k: int = 3,

@@ -64,7 +64,7 @@ COARSE_ETA = DEFAULT_ETA
 #: Return-rule constants tried in refinement besides "off" (after a bottom-up level, stay
 #: bottom-up while |F| * beta >= n). On kron-22 the tail levels that bottom-up wins hold 111K
 #: or more of 4.2M vertices and those top-down wins 3.5K or fewer; on urand-22 top-down wins a
-#: last level of 3-4K (benchmarks/NOTES.md, session 15): n / beta between the two.
+#: last level of 3-4K (benchmarks/NOTES.md): n / beta between the two.
 BETA_GRID = (24.0, 100.0, 400.0)
 #: The edge-ratio guard's published value (Beamer's direction-optimizing rule): a level may go
 #: bottom-up only while alpha * m_f > m_u, the in-arcs of the frontier against those of the
@@ -84,13 +84,13 @@ ALPHA_ETA = max(ETA_GRID)
 GEOMETRIES: tuple[tuple[int, int | None], ...] = ((256, None), (1024, 1))
 #: Geometries the refinement tries on the leaders: one block of 128 to 512 threads per SM. On
 #: graphs of a few thousand vertices a level's work is small and its barriers dominate; smaller
-#: blocks wait less at them (benchmarks/NOTES.md, session 14: twitch_FR 0.047 ms at 1024
+#: blocks wait less at them (benchmarks/NOTES.md: twitch_FR 0.047 ms at 1024
 #: threads, 0.036 at 512; musae_facebook 0.092 at 1024, 0.064 at 256).
 REFINE_GEOMETRIES: tuple[tuple[int, int | None], ...] = ((512, 1), (256, 1), (128, 1))
 #: Threads of the one block of the block launch (launch="block").
 BLOCK_GEOMETRIES: tuple[int, ...] = (256, 512, 1024)  # 512: the fastest on luxembourg_osm
 #: (blocks per cluster, threads per block) of the block launch on a thread-block cluster: the
-#: fastest shape measured (benchmarks/NOTES.md, session 10).
+#: fastest shape measured (benchmarks/NOTES.md).
 CLUSTER_GEOMETRIES: tuple[tuple[int, int], ...] = ((16, 512),)
 #: Dynamic shared memory a block may have where no device is asked (Hopper).
 HOPPER_SMEM_LIMIT = HOPPER_SMEM_OPTIN - SMEM_STATIC_RESERVE
@@ -179,7 +179,7 @@ class Candidate:
 
 #: The (hops, sigma) pairs at which the tuner screens several levels a phase: on delaunay-20
 #: (H100) two levels at sigma 16 and 32 took 1.04-1.05 ms, at sigma 8 1.49; three at sigma 32
-#: 0.95 (benchmarks/NOTES.md, session 32). B's BVSS is built for each pair screened.
+#: 0.95 (benchmarks/NOTES.md). B's BVSS is built for each pair screened.
 HOP_CANDIDATES = ((2, 16), (2, 32), (3, 16), (3, 32))
 
 #: Within a sigma, one variant of each family comes before the rest of the coarse pass, so that
@@ -340,7 +340,7 @@ def register_variants(c: Candidate) -> list[Candidate]:
     """The same eager persistent candidate compiled for 128 registers a thread, where its
     geometry is one block of at most 512 threads per SM (none otherwise). Where the kernel
     spills at 64 (the resident queue), that took 4% off twitch_FR and musae_facebook; it cost
-    the lazy CUDA-core top-down 2% on kron-21 (benchmarks/NOTES.md, session 20)."""
+    the lazy CUDA-core top-down 2% on kron-21 (benchmarks/NOTES.md)."""
     spec = c.spec
     if spec.update != "eager" or spec.launch != "persistent" or spec.registers != 64:
         return []

@@ -67,7 +67,7 @@ def summary_lines(cfg: TunedConfig) -> list[str]:
 
 
 def _score(row: dict) -> float:
-    """What the search ranked a row by: its mean (configs written before session 20 ranked by
+    """What the search ranked a row by: its mean (older configs ranked by
     the median, and rows of theirs without a mean show it)."""
     return row["mean_ms"] if row.get("mean_ms") is not None else row["median_ms"]
 

@@ -46,7 +46,6 @@ from blest.tuning.prepare import (
     prepare_with_fallback,
     upload_all,
 )
-from blest.tuning.protocol import timing_sources
 from blest.tuning.publish import write_tuned
 from blest.tuning.search import Search, Timed, measure, relative
 from blest.tuning.space import (
@@ -59,6 +58,7 @@ from blest.tuning.space import (
     paper_candidate,
     persistent_specs,
 )
+from blest.tuning.timing import timing_sources
 
 __all__ = ["TuneOutcome", "split_sources", "tune", "write_tuned", "HELD_OUT", "TUNING_SOURCES"]
 
@@ -169,10 +169,10 @@ def tune(
     if not 0 < budget_s < float("inf") or n_sources < 1:
         raise ArgumentError("the budget must be a finite number of seconds > 0 and sources >= 1")
     progress = progress or _quiet
-    if use_gpu is None:
-        from blest.codegen.toolchain import have_gpu
+    if use_gpu is None:  # where an engine would run (runtime.factory's one policy)
+        from blest.runtime.factory import resolve_device
 
-        use_gpu = have_gpu()
+        use_gpu = resolve_device(None) != "cpu"
     why = "no GPU"
     if use_gpu and not np.any(graph.out_degree > 0):
         use_gpu, why = False, "no vertex has an out-arc"  # nothing to time

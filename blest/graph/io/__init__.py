@@ -29,10 +29,10 @@ public.
 
 from __future__ import annotations
 
-from blest.graph.io.api import load_graph
 from blest.graph.io.detect import ALIASES, FORMATS
 from blest.graph.io.files import GraphFileNotFoundError
 from blest.graph.io.limits import ENV_MAX_BYTES
+from blest.graph.io.load import load_graph
 from blest.graph.io.npz import NPZ_FORMAT, NPZ_VERSION, save_graph
 
 __all__ = [

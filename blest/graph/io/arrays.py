@@ -110,8 +110,14 @@ def _named(values: list[np.ndarray], opts: Options, where: str) -> Graph:
     except TypeError as exc:  # an unhashable id
         raise GraphFormatError(f"{where}: ids must be hashable ({exc})") from None
     want = opts.want_directed(True)
-    size = {"where": where, "max_bytes": opts.max_bytes, "sparse_ids": False}
-    check_graph_size(labels.size, src.size, directed=want, **size)
+    check_graph_size(
+        labels.size,
+        src.size,
+        directed=want,
+        where=where,
+        max_bytes=opts.max_bytes,
+        sparse_ids=False,
+    )
     return build(
         codes[: src.size],
         codes[src.size :],

@@ -82,7 +82,9 @@ class _Reader:
 
     def feed(self, piece: bytes, line: int) -> None:
         if not self.text:
-            self.text = _SPACE.match(piece).end() < len(piece)
+            space = _SPACE.match(piece)
+            assert space is not None  # the pattern matches the empty string
+            self.text = space.end() < len(piece)
         start = 0
         if self.preamble:
             start, lines, done = _skip_preamble(piece)
@@ -172,7 +174,9 @@ def _tokens(line: bytes) -> list[bytes]:
 def _skip_preamble(data: bytes) -> tuple[int, int, bool]:
     """Where the data lines of ``data`` start after leading comments, blank lines and a
     header: (offset, lines skipped, whether the preamble ended within ``data``)."""
-    end = _PREAMBLE.match(data).end()
+    preamble = _PREAMBLE.match(data)
+    assert preamble is not None  # the pattern matches the empty string
+    end = preamble.end()
     if end >= len(data):
         return len(data), data.count(b"\n"), False
     begin = data.rfind(b"\n", 0, end) + 1  # the first line that is neither blank nor comment

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import gzip
+import io
 import os
 import stat
 import zipfile
@@ -23,7 +24,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from blest.errors import GraphFormatError
 from blest.graph.io.limits import Limit, refuse_content
@@ -108,7 +108,7 @@ class GraphFile:
         """An upper bound on the bytes reading the file can yield."""
         return self.size * (GZIP_RATIO if self.gzip else 1)
 
-    def open(self) -> IO[bytes]:
+    def open(self) -> io.BufferedIOBase:
         """A binary stream of the (decompressed) content."""
         return gzip.open(self.path, "rb") if self.gzip else open(self.path, "rb")
 

@@ -84,8 +84,11 @@ def check_max_bytes(max_bytes: object) -> float | None:
     """``max_bytes`` as given to a loader: None, or a positive number (``math.inf``: none)."""
     if max_bytes is None:
         return None
-    ok = isinstance(max_bytes, (int, float)) and not isinstance(max_bytes, bool)
-    if not ok or not max_bytes > 0:  # also refuses NaN
+    if (
+        not isinstance(max_bytes, (int, float))
+        or isinstance(max_bytes, bool)
+        or not max_bytes > 0  # also refuses NaN
+    ):
         raise ArgumentError(
             f"max_bytes must be a positive number of bytes (math.inf for no limit), got "
             f"{max_bytes!r}"

@@ -148,7 +148,9 @@ def _scan_metis(data: bytes, where: str) -> tuple[MetisHeader, np.ndarray, np.nd
 
 def _split_header(data: bytes, where: str) -> tuple[MetisHeader, int]:
     """The header and the offset of the line after it."""
-    pos = _COMMENTS.match(data).end()
+    comments = _COMMENTS.match(data)
+    assert comments is not None  # the pattern matches the empty string
+    pos = comments.end()
     if pos >= len(data):
         raise GraphFormatError("no header line (n m [fmt [ncon]]), only comments", path=where)
     line = 1 + data.count(b"\n", 0, pos)

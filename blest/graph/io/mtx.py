@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
-from typing import IO, Any, NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 import scipy.io
@@ -141,7 +141,7 @@ class _GuardedStream(io.RawIOBase):
     """The bytes of ``source`` with NUL bytes replaced (and noted), then a final newline if
     they do not end with one: see :func:`_read_body`."""
 
-    def __init__(self, source: IO[bytes], cap: float | None = None):
+    def __init__(self, source: io.BufferedIOBase, cap: float | None = None):
         super().__init__()
         self._source = source
         self._last = b"\n"
@@ -205,7 +205,7 @@ def read_mm_header(f: GraphFile, cap: Limit | None = None) -> MMHeader:
     return MMHeader(field, symmetry, nrows, ncols, nnz, lineno)
 
 
-def _size_line(stream: IO[bytes], f: GraphFile, cap: Limit) -> tuple[int, bytes]:
+def _size_line(stream: io.BufferedIOBase, f: GraphFile, cap: Limit) -> tuple[int, bytes]:
     """The 1-based number and text of the first line after the banner that is neither blank
     nor a comment (blank and comment lines skipped by the block, up to the content cap)."""
     limit = cap.nbytes if f.gzip else None
@@ -216,7 +216,9 @@ def _size_line(stream: IO[bytes], f: GraphFile, cap: Limit) -> tuple[int, bytes]
         if limit is not None and read > limit:
             raise refuse_content(f.where, cap)
         buf = buf + block if buf else block
-        skip = _SKIPPED.match(buf).end()
+        skipped = _SKIPPED.match(buf)
+        assert skipped is not None  # the pattern matches the empty string
+        skip = skipped.end()
         lineno += buf.count(b"\n", 0, skip)
         buf = buf[skip:]
         end = buf.find(b"\n")

@@ -104,7 +104,9 @@ def save_graph(graph: Graph, path: str | os.PathLike[str], *, compress: bool = F
         arrays["labels"] = _storable_labels(graph.labels)
     path = Path(path)
     with open(path, "wb") as f:
-        (np.savez_compressed if compress else np.savez)(f, **arrays)
+        save = np.savez_compressed if compress else np.savez
+        # mypy lets **arrays fill the bool allow_pickle; the keys are member names, never it
+        save(f, **arrays)  # type: ignore[arg-type]
     return path
 
 

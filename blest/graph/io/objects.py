@@ -50,8 +50,9 @@ def from_scipy(
     )
     coo = sp.coo_array(matrix)  # stored entries, explicit zeros included
     src, dst = coo.row, coo.col
-    kw = {"source": where, "format": format}
-    as_directed = build(src, dst, n, directed=True, relabel=opts.relabel, **kw)
+    as_directed = build(
+        src, dst, n, directed=True, relabel=opts.relabel, source=where, format=format
+    )
     symmetric = np.array_equal(as_directed.out_ptr, as_directed.in_ptr) and np.array_equal(
         as_directed.out_idx, as_directed.in_idx
     )
@@ -62,7 +63,16 @@ def from_scipy(
         return Graph.from_csr(
             g.out_ptr, g.out_idx, g.n, directed=False, labels=g.labels, report=g.report
         )
-    return build(src, dst, n, directed=False, relabel=opts.relabel, symmetrized=True, **kw)
+    return build(
+        src,
+        dst,
+        n,
+        directed=False,
+        relabel=opts.relabel,
+        symmetrized=True,
+        source=where,
+        format=format,
+    )
 
 
 def is_networkx(obj: Any) -> bool:

@@ -15,8 +15,9 @@ Members no caller asks for are never inflated. Errors are :class:`MemberError` (
 
 from __future__ import annotations
 
+import io
 import zipfile
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 
@@ -110,10 +111,11 @@ class NpzMembers:
         if count < 0 or nbytes > info.file_size:
             raise MemberError(f"{name}: declares {nbytes} bytes of data, more than it holds")
         array = np.empty(count, dtype=dtype)
-        view = memoryview(array.view(np.uint8).reshape(-1))
+        view = array.view(np.uint8).reshape(-1).data
+        stream = cast(io.BufferedIOBase, member)  # a zipfile.ZipExtFile
         got = 0
         while got < nbytes:
-            step = member.readinto(view[got:])
+            step = stream.readinto(view[got:])
             if not step:
                 raise MemberError(f"{name}: truncated ({got} of {nbytes} bytes)")
             got += step

@@ -11,7 +11,7 @@ staging buffer.
 
 Whole calls are timed back to back, the results checked afterwards: a GPU left idle for a few
 milliseconds (while the host checks a result, say) takes 50-90 us longer over its next launch,
-an empty kernel's included (benchmarks/NOTES.md, session 13). That wake-up belongs to the GPU,
+an empty kernel's included (benchmarks/NOTES.md). That wake-up belongs to the GPU,
 not to the call; a host copy is timed after an untimed call that wakes it.
 GTEPS = edges of the reached part / traversal time, where an undirected edge counts once and a
 directed arc once (Graph500's convention for undirected graphs).
@@ -244,7 +244,7 @@ def _served_whole_calls(engine: Any, sources: list[int]) -> list[float]:
     from blest.codegen.render import has_serving_kernel
 
     spec = getattr(engine, "spec", None)
-    if getattr(spec, "launch", None) is None or not has_serving_kernel(spec):
+    if spec is None or getattr(spec, "launch", None) is None or not has_serving_kernel(spec):
         return []
     if not hasattr(engine, "serving"):
         return []

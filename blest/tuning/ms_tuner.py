@@ -1,7 +1,7 @@
 """``blest-tune --workload closeness``: choose the multi-source kernel for all-sources work.
 
 On a GPU the graph is prepared with its default ordering, the multi-source search
-(:mod:`blest.tuning.multi`) times (kappa, sigma, form, expand, block size) and eta on a sample
+(:mod:`blest.tuning.ms_search`) times (kappa, sigma, form, expand, block size) and eta on a sample
 of sources, and the config records the pick in its ``multi_source`` section (with, on small
 shallow graphs, whether the dense form runs the sums of every vertex); the single-source
 variant at the picked sigma follows the paper's rules (tune with the default workload for it).
@@ -20,7 +20,7 @@ from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA
 from blest.graph.bvss import u_div
 from blest.graph.core import Graph
 from blest.graph.prepared import Prepared
-from blest.tuning.multi import search_every_vertex
+from blest.tuning.ms_search import search_every_vertex
 from blest.tuning.paper import paper_spec
 
 __all__ = ["tune_closeness", "MS_SIGMAS"]
@@ -39,10 +39,10 @@ def tune_closeness(
     progress: Callable[[str], None],
 ) -> Any:
     """A :class:`~blest.tuning.tuner.TuneOutcome` for the closeness workload."""
-    from blest.codegen.toolchain import have_gpu
+    from blest.runtime.factory import resolve_device
     from blest.tuning import tuner
 
-    if not have_gpu():
+    if resolve_device(None) == "cpu":  # where an engine would run (runtime.factory's policy)
         outcome = tuner.tune(graph, source=source, use_gpu=False, sigmas=sigmas,
                              orderings=orderings, progress=progress)  # fmt: skip
         outcome.config.notes.append(

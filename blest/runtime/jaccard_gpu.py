@@ -36,7 +36,7 @@ def jaccard_gpu(
     from blest.codegen.compile import compile_source
     from blest.codegen.render import render_jaccard
     from blest.codegen.toolchain import require_gpu
-    from blest.runtime.launch import launch, load_module
+    from blest.runtime.device_program import launch, load_module
 
     device_id, arch, _ = require_gpu(device)
     source = render_jaccard(sigma, block, KERNEL_NAME)

@@ -97,6 +97,12 @@ class MSTimed:
         }
 
 
+def _per_source(r: MSTimed) -> float:
+    """The seconds per source of a candidate that ran (only those are ranked)."""
+    assert r.seconds_per_source is not None
+    return r.seconds_per_source
+
+
 def sample_sources(n: int, count: int, windows: int = 8, seed: int = SOURCE_SEED) -> np.ndarray:
     """``count`` internal ids (all of them when n <= count): ``windows`` runs of consecutive
     ids starting at seeded random places, in increasing order."""
@@ -206,7 +212,7 @@ class MultiSourceSearch:
             return
         self.progress(f"timing {stage} {len(self.results) + 1}: {c.label}")
         best = self.best(1)
-        limit = None if not best else max(0.2, 3.0 * best[0].seconds_per_source * self.sources.size)
+        limit = None if not best else max(0.2, 3.0 * _per_source(best[0]) * self.sources.size)
         try:
             secs = time_candidate(self.prepared(c.spec.sigma), c, self.sources, limit)
             self.results.append(MSTimed(c, secs, stage=stage))
@@ -215,7 +221,7 @@ class MultiSourceSearch:
 
     def best(self, k: int) -> list[MSTimed]:
         ok = [r for r in self.results if r.seconds_per_source is not None]
-        return sorted(ok, key=lambda r: r.seconds_per_source)[:k]
+        return sorted(ok, key=_per_source)[:k]
 
     def run(self, coarse: Sequence[MSCandidate]) -> MSTimed:
         precompile([c.spec for c in coarse], self.progress)
@@ -252,6 +258,12 @@ class DenseTimed:
             "seconds": self.seconds,
             "error": self.error,
         }
+
+
+def _seconds(t: DenseTimed) -> float:
+    """The seconds of a dense candidate that ran (only those are ranked)."""
+    assert t.seconds is not None
+    return t.seconds
 
 
 def time_dense(prepared: Prepared, spec: DenseSpec, block_size: int, repeats: int = 3) -> float:
@@ -293,7 +305,7 @@ def search_dense(
         if table and time.perf_counter() - start > budget_s:
             break
         run(spec, DENSE_BLOCKS[0])
-    ok = sorted((t for t in table if t.seconds is not None), key=lambda t: t.seconds)
+    ok = sorted((t for t in table if t.seconds is not None), key=_seconds)
     for block in DENSE_BLOCKS[1:]:
         if ok and time.perf_counter() - start < budget_s:
             run(ok[0].spec, block)
@@ -355,7 +367,7 @@ class EveryVertexPick:
         return out
 
     def summary(self, n: int) -> str:
-        batched = f"batched {self.best.seconds_per_source * n * 1e3:.3f} ms (estimated)"
+        batched = f"batched {_per_source(self.best) * n * 1e3:.3f} ms (estimated)"
         if self.dense_table is None:
             return f"every vertex: {batched}; the dense form does not take this graph"
         win = self.dense_table[0] if self.dense_table else None
@@ -393,7 +405,7 @@ def search_every_vertex(
         pick.dense_table = search_dense(prep, share * budget_s, progress)
         win = pick.dense_table[0] if pick.dense_table else None
         if win is not None and win.seconds is not None:
-            if win.seconds < best.seconds_per_source * prep.n:
+            if win.seconds < _per_source(best) * prep.n:
                 pick.dense = {"spec": win.spec.to_dict(), "block_size": win.block_size}
     if progress is not None:
         progress(pick.summary(prep.n))

@@ -25,6 +25,7 @@ from blest.graph.io.limits import ENV_MAX_BYTES, check_max_bytes, human_bytes, m
 from blest.graph.io.metis import load_metis
 from blest.graph.io.mtx import load_mtx
 from blest.graph.io.npz import load_npz
+from blest.inputs import GraphInput
 
 __all__ = ["load_graph"]
 
@@ -35,7 +36,7 @@ _ACCEPTED = (
 
 
 def load_graph(
-    source: Any,
+    source: GraphInput,
     *,
     directed: bool | None = None,
     relabel: bool = False,
@@ -174,7 +175,7 @@ def load_graph(
         return adapt_graph(source, opts)
     try:
         if is_path:
-            return _load_file(Path(source), opts, forced)
+            return _load_file(Path(source), opts, forced)  # type: ignore[arg-type]
         return _load_object(source, opts)
     except MemoryError:
         limit = memory_limit(max_bytes)

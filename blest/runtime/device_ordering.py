@@ -1,6 +1,6 @@
 """Orderings by name, with JaccardWithWindows on the GPU when one is usable.
 
-:func:`compute_ordering` is :func:`blest.graph.ordering.compute_ordering` (natural, RCM, and
+:func:`device_ordering` is :func:`blest.graph.ordering.compute_ordering` (natural, RCM, and
 JaccardWithWindows on the CPU) plus the choice of the GPU kernel for ``"jaccard"``.
 """
 
@@ -12,10 +12,10 @@ from blest.graph import ordering as _cpu
 from blest.graph.core import Graph
 from blest.graph.ordering import Permutation
 
-__all__ = ["compute_ordering"]
+__all__ = ["device_ordering"]
 
 
-def compute_ordering(
+def device_ordering(
     graph: Graph,
     name: str,
     *,
@@ -42,7 +42,7 @@ def compute_ordering(
         raise ArgumentError(f"device must be None, 'cpu' or a GPU index, got {device!r}")
     if device == "cpu":
         return _cpu.compute_ordering(graph, name, sigma=sigma, window=window)
-    from blest.runtime.jaccard import jaccard_gpu
+    from blest.runtime.jaccard_gpu import jaccard_gpu
 
     old_of_new = jaccard_gpu(graph, sigma, window, device=device)  # type: ignore[arg-type]
     return Permutation.from_old_of_new(old_of_new, "jaccard")
