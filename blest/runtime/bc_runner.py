@@ -9,13 +9,12 @@ for the block form one per resident block, as many as fit in half of the free me
 of X MiB", :meth:`BCRunner.memory_summary`) and a row of n per batch of a call (the width:
 :func:`plan_width`). A call is one or a few launches of ``"bc"`` for its batches (a wave of the
 slots at first, then about a quarter second each: progress and Ctrl-C are handled between
-calls and launches), one of
-``"combine"`` for the tree over their rows, and one copy of the control block, the batches'
-flags and the node to the host. A batch whose counts reach 2^512 is flagged by the kernel (the
-CPU runner rescales such counts); its row is computed by the CPU runner instead and the rows
-combined again, with a RuntimeWarning once per runner. :class:`BCRunners` keeps an engine's
-choice of variant (a tuned config's, or :func:`default_choice`) and builds the runner on first
-use.
+calls and launches), one of ``"combine"`` for the tree over their rows, and one copy of the
+control block, the batches' flags and the node to the host. A batch whose counts reach 2^512
+is flagged by the kernel (the CPU runner rescales such counts); its row is computed by the CPU
+runner instead and the rows combined again, with a RuntimeWarning once per runner.
+:class:`BCRunners` keeps an engine's choice of variant (a tuned config's, or
+:func:`default_choice`) and builds the runner on first use.
 
 What bounds a call. Per batch of kappa sources, with f the mean number of distinct levels at
 which a vertex is reached by the batch's sources (1 when the sources are close, up to kappa):
@@ -27,10 +26,10 @@ up to a 32-byte sector per lane when the sources share nothing. Every level cost
 barriers of the team (discover, settle, backward): block barriers in the block form, grid
 barriers (a few microseconds each) in the grid form. The sums are sequential per lane, in arc
 order: a vertex of degree d costs its lane d / 8 dependent rounds of loads, so a vertex of
-``wide_degree`` or more arcs (2,048 in the grid form, 256 in the block form; tuned) is worked on by
-a whole block instead, 4,096 (arc, source)
-terms a round (a hub of kron-21, about 10^5 arcs, then costs each level that settles it about
-a millisecond rather than tens). Predictions for one H200 (3 to 4 TB/s):
+``wide_degree`` or more arcs (2,048 in the grid form, 256 in the block form; tuned) is worked
+on by a whole block instead, 4,096 (arc, source) terms a round (a hub of kron-21, about 10^5
+arcs, then costs each level that settles it about a millisecond rather than tens).
+Predictions for one H200 (3 to 4 TB/s):
 
 * musae_facebook (22K vertices, 342K arcs, ~11 levels), every source: 22K x 342K arc-sources
   x ~24 bytes = ~180 GB, some 60 ms of traffic, in the block form (700 batches of 32 over
