@@ -76,6 +76,12 @@ def _tune_and_write(args: argparse.Namespace, config: Path, base: Path, progress
 
         outcome = tune_closeness(graph, source=source, budget_s=args.budget, sigmas=args.sigma,
                                  orderings=args.ordering, progress=progress)  # fmt: skip
+    elif args.workload == "betweenness":
+        from blest.tuning.bc_search import tune_betweenness
+
+        outcome = tune_betweenness(graph, source=source, budget_s=args.budget,
+                                   sigmas=args.sigma, orderings=args.ordering,
+                                   progress=progress)  # fmt: skip
     else:
         outcome = tune(
             graph,
@@ -172,10 +178,11 @@ def build_tune_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--workload",
-        choices=("bfs", "closeness"),
+        choices=("bfs", "closeness", "betweenness"),
         default="bfs",
-        help="what to tune for: single-source BFS (default) or many sources at once (the "
-        "multi-source kernels of closeness, harmonic centrality and bfs_many)",
+        help="what to tune for: single-source BFS (default), many sources at once (the "
+        "multi-source kernels of closeness, harmonic centrality and bfs_many), or the "
+        "betweenness kernels",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
     graph_flags(p)

@@ -1,13 +1,14 @@
 """The kernel families, one interface: a spec type, its variants, and an emitter.
 
-=========  ==============================  =========================================
-family     spec                            emitter
-=========  ==============================  =========================================
-single     ``codegen.spec.VariantSpec``    ``codegen.render.program``
-multi      ``codegen.msspec.MSSpec``       ``codegen.ms_render.ms_program``
-dense      ``codegen.densespec.DenseSpec`` ``codegen.dense_render.dense_program``
-pull       ``codegen.pullspec.PullSpec``   ``codegen.pull_render.pull_program``
-=========  ==============================  =========================================
+===========  ==============================  =========================================
+family       spec                            emitter
+===========  ==============================  =========================================
+single       ``codegen.spec.VariantSpec``    ``codegen.render.program``
+multi        ``codegen.msspec.MSSpec``       ``codegen.ms_render.ms_program``
+dense        ``codegen.densespec.DenseSpec`` ``codegen.dense_render.dense_program``
+pull         ``codegen.pullspec.PullSpec``   ``codegen.pull_render.pull_program``
+betweenness  ``codegen.bcspec.BCSpec``       ``codegen.bc_render.bc_program``
+===========  ==============================  =========================================
 
 Every emitter returns a :class:`~blest.codegen.program.KernelProgram`, which is all the runtime
 needs to load and launch a module (:class:`blest.runtime.device_program.DeviceProgram`); the tuning
@@ -21,6 +22,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from blest.codegen.bc_render import bc_program
+from blest.codegen.bcspec import BCSpec, bc_variants
 from blest.codegen.dense_render import dense_program
 from blest.codegen.densespec import DenseSpec, dense_variants
 from blest.codegen.ms_render import ms_program
@@ -53,6 +56,7 @@ FAMILIES: dict[str, Family] = {
         Family("multi", MSSpec, ms_variants, ms_program),
         Family("dense", DenseSpec, dense_variants, dense_program),
         Family("pull", PullSpec, pull_variants, pull_program),
+        Family("betweenness", BCSpec, bc_variants, bc_program),
     )
 }
 

@@ -36,9 +36,11 @@ from blest.graph.core import Graph
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
 from blest.inputs import BFSResult, OutSpec, Seeds, Sources
+from blest.reference.betweenness import BatchRunner
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
 from blest.runtime import arguments
 from blest.runtime.arguments import Progress, call_rules, check_idle_ms
+from blest.runtime.bc_runner import BCRunners
 from blest.runtime.captured import CapturedCalls, plain_id
 from blest.runtime.engine_protocol import BFSEngine, BFSStats, Geometry
 from blest.runtime.footprint import estimate_bytes, resident_bytes
@@ -163,6 +165,8 @@ class Engine(BFSEngine):
         choice = MultiSourceChoice(None, rules.eta, tr.block_size)
         #: The many-source work (``bfs_many``, ``closeness``, ``harmonic``) of this engine.
         self.many = ManySources(graph, device_id, choice, self._sample_depth)
+        #: The betweenness batch runners of this engine (:mod:`blest.runtime.bc_runner`).
+        self.betweenness_runners = BCRunners(graph.graph, device_id, self._sample_depth)
         #: A read-only view of the last call's clocks and state.
         self.probes = EngineProbes(tr, self._served, self._lock)
         #: Calls with ``paths=True``: a pull runner (runtime/pull_runner.py), made at the first.
@@ -443,6 +447,13 @@ class Engine(BFSEngine):
         """Harmonic centrality of ``sources`` (default: every vertex), float64."""
         return harmonic_from_sums(self.source_sums(sources, progress=progress))
 
+    def betweenness_runner(self, *, edges: bool = False, endpoints: bool = False) -> BatchRunner:
+        """The batch runner of betweenness on this GPU (edge scores: the CPU's)."""
+        self._check_open()
+        with self._lock:
+            self._served.stop()  # a serving kernel would hold the SMs
+            return self.betweenness_runners.runner(edges=edges, endpoints=endpoints)
+
     def _sample_depth(self) -> int:
         """The BFS depth from a highest-out-degree vertex (the default multi-source form's)."""
         self.bfs(int(np.argmax(self.graph.out_degree)), out="device")
@@ -463,6 +474,7 @@ class Engine(BFSEngine):
             self._serving = False
             self._served.close()
             self.many.close()
+            self.betweenness_runners.close()
             if self.pull is not None:
                 self.pull.close()
             for path in (self._captured, self._fused):

@@ -290,6 +290,17 @@ def _multi_source(data: Any) -> dict[str, Any] | None:
     return out
 
 
+def _betweenness(data: Any) -> dict[str, Any] | None:
+    """The betweenness choice (betweenness workload), checked; None when absent."""
+    if data is None:
+        return None
+    from blest.codegen.bcspec import BCSpec
+
+    spec, block, f = _spec_and_block(data, "betweenness", BCSpec)
+    wide = f.int("wide_degree", optional=True)  # absent: the form's default
+    return {"spec": spec.to_dict(), "block_size": block, "wide_degree": wide}
+
+
 def _dense_choice(data: Any) -> dict[str, Any] | None:
     """The every-vertex choice of a multi_source section: null (the batched kernel) or the
     dense form's {spec, block_size}, checked."""
@@ -346,6 +357,7 @@ class TunedConfig:
     timing: dict[str, Any] = field(default_factory=dict)
     report: dict[str, Any] | None = None
     multi_source: dict[str, Any] | None = None  # {spec, eta, block_size} (closeness workload)
+    betweenness: dict[str, Any] | None = None  # {spec, block_size, wide_degree} (betweenness)
     blest_version: str = __version__
     created: str = field(default_factory=_now)
     path: Path | None = field(default=None, compare=False)
@@ -386,6 +398,7 @@ class TunedConfig:
             "timing": self.timing,
             "report": self.report,
             "multi_source": self.multi_source,
+            "betweenness": self.betweenness,
         }
 
     @classmethod
@@ -444,6 +457,7 @@ class TunedConfig:
             timing=top.dict("timing"),
             report=report if isinstance(report, dict) else None,
             multi_source=_multi_source(data.get("multi_source")),
+            betweenness=_betweenness(data.get("betweenness")),
             blest_version=top.str("blest_version", optional=True) or "",
             created=top.str("created", optional=True) or "",
             path=path,

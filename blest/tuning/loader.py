@@ -106,6 +106,12 @@ def load_tuned(
             block_size=ms["block_size"],
             dense=_dense_choice(ms),
         )
+    runners = getattr(engine, "betweenness_runners", None)  # the GPU engine's betweenness
+    if cfg.betweenness is not None and runners is not None:
+        from blest.codegen.bcspec import BCSpec
+
+        bc = cfg.betweenness
+        runners.configure(BCSpec.from_dict(bc["spec"]), bc["block_size"], bc["wide_degree"])
     _warn_if_foreign(cfg, engine)
     return engine
 
