@@ -21,7 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graphs import anchor_graph  # noqa: E402
 
-from blest.codegen.densespec import DenseSpec  # noqa: E402
+try:
+    from blest.codegen.densespec import DenseSpec  # noqa: E402
+except ImportError:  # an older tree
+    from blest.codegen.dense import DenseSpec  # noqa: E402
 from blest.codegen.msspec import MSSpec  # noqa: E402
 from blest.graph.prepared import Prepared  # noqa: E402
 from blest.runtime.engine import Engine  # noqa: E402

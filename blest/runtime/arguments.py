@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
 
 import numpy as np
 
@@ -26,6 +26,7 @@ __all__ = [
     "centrality_sources",
     "bfs_many_sources",
     "CallRules",
+    "RuleSetting",
     "call_rules",
     "check_idle_ms",
     "check_rule",
@@ -58,6 +59,37 @@ def call_rules(eta: Any, beta: Any, alpha: Any, small_queue: Any, timing: Any) -
         check_rule("eta", eta), check_rule("beta", beta), check_rule("alpha", alpha), sq,
         bool(timing),
     )  # fmt: skip
+
+
+T = TypeVar("T")
+
+
+class RuleSetting(Generic[T]):
+    """An engine's setting of the rules its next calls run under (``eta``, ``beta``, ``alpha``,
+    ``small_queue``, ``timing``): read from, and checked into, the engine's ``_rules``
+    (:class:`CallRules`). ``alpha`` > 0 is refused on a per-level variant, as at construction."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, engine: None, owner: type | None = None) -> RuleSetting[T]: ...
+
+    @overload
+    def __get__(self, engine: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, engine: object, owner: type | None = None) -> T | RuleSetting[T]:
+        if engine is None:
+            return self
+        return cast(T, getattr(engine._rules, self.name))  # type: ignore[attr-defined]
+
+    def __set__(self, engine: object, value: T) -> None:
+        rules = engine._rules._replace(**{self.name: value})  # type: ignore[attr-defined]
+        checked = call_rules(rules.eta, rules.beta, rules.alpha, rules.small_queue, rules.timing)
+        spec = engine.spec  # type: ignore[attr-defined]
+        if checked.alpha and spec.launch == "per_level":
+            raise ArgumentError(f"alpha > 0 needs a persistent variant, not {spec.name}")
+        engine._rules = checked  # type: ignore[attr-defined]
 
 
 def check_idle_ms(idle_ms: Any) -> None:

@@ -35,11 +35,11 @@ from blest.errors import ArgumentError, EngineError
 from blest.graph.core import Graph
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
-from blest.inputs import BFSResult, OutSpec, Seeds, Sources
-from blest.reference.betweenness import BatchRunner
+from blest.inputs import BFSResult, OutSpec, Seed, Seeds, Sources
+from blest.reference.betweenness import BatchRunner, brandes
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
 from blest.runtime import arguments
-from blest.runtime.arguments import Progress, call_rules, check_idle_ms
+from blest.runtime.arguments import Progress, RuleSetting, call_rules, check_idle_ms
 from blest.runtime.bc_runner import BCRunners
 from blest.runtime.captured import CapturedCalls, plain_id
 from blest.runtime.engine_protocol import BFSEngine, BFSStats, Geometry
@@ -174,54 +174,12 @@ class Engine(BFSEngine):
         self._pull_last = False  # whether ``stats`` describes the pull runner's call
 
     # ------------------------------------------------------------------ settings
-    @property
-    def eta(self) -> float:
-        """The switching constant of the next calls (>= 0, inf allowed)."""
-        return self._rules.eta
-
-    @eta.setter
-    def eta(self, value: float) -> None:
-        self._rules = self._rules._replace(eta=arguments.check_rule("eta", value))
-
-    @property
-    def beta(self) -> float:
-        """The return rule of the next calls (>= 0; 0: off)."""
-        return self._rules.beta
-
-    @beta.setter
-    def beta(self, value: float) -> None:
-        self._rules = self._rules._replace(beta=arguments.check_rule("beta", value))
-
-    @property
-    def alpha(self) -> float:
-        """The edge-ratio guard of the next calls (>= 0; 0: off; persistent variants)."""
-        return self._rules.alpha
-
-    @alpha.setter
-    def alpha(self, value: float) -> None:
-        alpha = arguments.check_rule("alpha", value)
-        if alpha and self.spec.launch == "per_level":
-            raise ArgumentError(f"alpha > 0 needs a persistent variant, not {self.spec.name}")
-        self._rules = self._rules._replace(alpha=alpha)
-
-    @property
-    def small_queue(self) -> int:
-        """Levels whose queue holds at most this many VSSs run in one block (0: never)."""
-        return self._rules.small_queue
-
-    @small_queue.setter
-    def small_queue(self, value: int) -> None:
-        rules = self._rules
-        self._rules = call_rules(rules.eta, rules.beta, rules.alpha, value, rules.timing)
-
-    @property
-    def timing(self) -> bool:
-        """Whether calls are timed by CUDA events (``stats.traversal_ms``)."""
-        return self._rules.timing
-
-    @timing.setter
-    def timing(self, value: bool) -> None:
-        self._rules = self._rules._replace(timing=bool(value))
+    #: The rules of the next calls, settable between calls (checked as at construction).
+    eta = RuleSetting[float]()  #: the switching constant (>= 0, inf allowed)
+    beta = RuleSetting[float]()  #: the return rule (>= 0; 0: off)
+    alpha = RuleSetting[float]()  #: the edge-ratio guard (>= 0; 0: off; persistent variants)
+    small_queue = RuleSetting[int]()  #: levels of at most this many VSSs in one block (0: never)
+    timing = RuleSetting[bool]()  #: time calls by CUDA events (``stats.traversal_ms``)
 
     @property
     def block_size(self) -> int:
@@ -446,6 +404,24 @@ class Engine(BFSEngine):
     ) -> np.ndarray:
         """Harmonic centrality of ``sources`` (default: every vertex), float64."""
         return harmonic_from_sums(self.source_sums(sources, progress=progress))
+
+    def betweenness(
+        self,
+        *,
+        k: int | None = None,
+        seed: Seed = None,
+        sources: Sources | None = None,
+        normalized: bool = True,
+        endpoints: bool = False,
+        edges: bool = False,
+        progress: Progress | None = None,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """Betweenness centrality as NetworkX defines it, its batches on this GPU (see
+        :func:`blest.betweenness` and docs/betweenness.md)."""
+        self._check_open()
+        return brandes(self.graph, k=k, seed=seed, sources=sources, normalized=normalized,
+                       endpoints=endpoints, edges=edges, make_runner=self.betweenness_runner,
+                       progress=progress)  # fmt: skip
 
     def betweenness_runner(self, *, edges: bool = False, endpoints: bool = False) -> BatchRunner:
         """The batch runner of betweenness on this GPU (edge scores: the CPU's)."""

@@ -21,7 +21,7 @@ from blest.graph.ordering import Permutation, identity
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
 from blest.runtime import arguments
-from blest.runtime.arguments import Progress, call_rules, check_idle_ms
+from blest.runtime.arguments import Progress, RuleSetting, call_rules, check_idle_ms
 from blest.runtime.engine_protocol import BFSStats
 
 __all__ = ["HostEngine"]
@@ -89,29 +89,10 @@ class HostEngine:
         return self._prep
 
     # ------------------------------------------------------------------ settings
-    @property
-    def eta(self) -> float:
-        return self._rules.eta
-
-    @eta.setter
-    def eta(self, value: float) -> None:
-        self._rules = self._rules._replace(eta=arguments.check_rule("eta", value))
-
-    @property
-    def beta(self) -> float:
-        return self._rules.beta
-
-    @beta.setter
-    def beta(self, value: float) -> None:
-        self._rules = self._rules._replace(beta=arguments.check_rule("beta", value))
-
-    @property
-    def alpha(self) -> float:
-        return self._rules.alpha
-
-    @alpha.setter
-    def alpha(self, value: float) -> None:
-        self._rules = self._rules._replace(alpha=arguments.check_rule("alpha", value))
+    #: The rules of the next calls (a CPU engine keeps them for the kernel it stands for).
+    eta = RuleSetting[float]()
+    beta = RuleSetting[float]()
+    alpha = RuleSetting[float]()
 
     # ------------------------------------------------------------------ served calls
     @contextlib.contextmanager
