@@ -170,12 +170,13 @@ def bfs(
                 if parents:  # the input's ids, as without paths
                     return result[0], parents_as_ids(g, result[1]), result[2]
                 return result
-            out = runner.bfs(src, depth_limit=depth_limit, parents=bool(parents))
-            levels, par = out if parents else (out, None)
+            if not parents:
+                return runner.bfs(src, depth_limit=depth_limit)
+            levels, par = runner.bfs(src, depth_limit=depth_limit, parents=True)
         finally:
             if not keep:
                 _close(runner)
-        return (levels, parents_as_ids(g, par)) if parents else levels
+        return levels, parents_as_ids(g, par)
 
 
 def validate(

@@ -457,7 +457,7 @@ class Engine(BFSEngine):
                 if path is not None:
                     path.close()
             self._tr.close()
-            self.prepared = None  # type: ignore[assignment]  (its BVSS may live on the GPU)
+            self.prepared = None  # type: ignore[assignment]  # its BVSS may live on the GPU
 
     def __enter__(self) -> Engine:
         return self

@@ -15,6 +15,7 @@ Reading takes only a regular file of bounded size whose JSON nests a bounded dep
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import datetime
 import json
@@ -24,7 +25,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from blest._version import __version__
 from blest.codegen.spec import VariantSpec
@@ -127,6 +128,10 @@ def json_ready(x: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- field parsing
+def _write_all(f: IO[bytes], data: bytes) -> None:
+    f.write(data)
+
+
 class _Fields:
     """Typed access to one JSON object; every error names ``section.key``."""
 
@@ -163,13 +168,13 @@ class _Fields:
             raise self._bad(key, "a string")
         return v
 
-    def bool(self, key: str) -> bool:
+    def bool(self, key: builtins.str) -> builtins.bool:
         v = self.data.get(key)
         if not isinstance(v, bool):
             raise self._bad(key, "true or false")
         return v
 
-    def dict(self, key: str) -> dict[str, Any]:
+    def dict(self, key: builtins.str) -> builtins.dict[builtins.str, Any]:
         v = self.data.get(key) or {}
         if not isinstance(v, dict):
             raise self._bad(key, "an object")
@@ -425,7 +430,8 @@ class TunedConfig:
         top = _Fields(data, "config")
         art = _Fields(data.get("artifact"), "artifact")
         try:
-            spec = VariantSpec.from_dict(data.get("variant"))
+            # (a missing variant is None: its TypeError is refused below)
+            spec = VariantSpec.from_dict(data.get("variant"))  # type: ignore[arg-type]
         except (TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"variant is invalid ({exc})") from None
         eta = _switching_constant(data.get("eta"), "eta", "a number >= 0")
@@ -474,7 +480,7 @@ class TunedConfig:
         a test failpoint (:func:`blest.tuning.storage.failpoint`) before the replace; ``publish``
         goes to :func:`~blest.tuning.storage.atomic_write` (``then``, ``final``)."""
         text = self.json_text().encode()
-        out = atomic_write(path, lambda f: f.write(text), point=point, **publish)
+        out = atomic_write(path, lambda f: _write_all(f, text), point=point, **publish)
         self.path = Path(path)
         return out
 
