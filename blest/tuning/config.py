@@ -15,7 +15,6 @@ Reading takes only a regular file of bounded size whose JSON nests a bounded dep
 
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import datetime
 import json
@@ -32,7 +31,7 @@ from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA
 from blest.errors import ConfigError
 from blest.runtime.engine_protocol import Geometry
-from blest.tuning.config_text import MAX_DEPTH, config_text, json_depth
+from blest.tuning.config_text import MAX_DEPTH, Fields, config_text, json_depth
 from blest.tuning.storage import atomic_write
 
 __all__ = [
@@ -132,55 +131,6 @@ def _write_all(f: IO[bytes], data: bytes) -> None:
     f.write(data)
 
 
-class _Fields:
-    """Typed access to one JSON object; every error names ``section.key``."""
-
-    def __init__(self, data: Any, section: str) -> None:
-        if not isinstance(data, dict):
-            raise ConfigError(f"{section} must be an object, got {type(data).__name__}")
-        self.data, self.section = data, section
-
-    def _bad(self, key: str, want: str) -> ConfigError:
-        value = self.data.get(key, "<missing>")
-        return ConfigError(f"{self.section}.{key} must be {want}, got {value!r}")
-
-    def int(self, key: str, *, minimum: int = 0, optional: bool = False) -> Any:
-        v = self.data.get(key)
-        if v is None and optional:
-            return None
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            raise self._bad(key, f"an integer >= {minimum}")
-        return v
-
-    def float(self, key: str, *, optional: bool = False) -> Any:
-        v = self.data.get(key)
-        if v is None and optional:
-            return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise self._bad(key, "a finite number")
-        return float(v)
-
-    def str(self, key: str, *, optional: bool = False) -> Any:
-        v = self.data.get(key)
-        if v is None and optional:
-            return None
-        if not isinstance(v, str):
-            raise self._bad(key, "a string")
-        return v
-
-    def bool(self, key: builtins.str) -> builtins.bool:
-        v = self.data.get(key)
-        if not isinstance(v, bool):
-            raise self._bad(key, "true or false")
-        return v
-
-    def dict(self, key: builtins.str) -> builtins.dict[builtins.str, Any]:
-        v = self.data.get(key) or {}
-        if not isinstance(v, dict):
-            raise self._bad(key, "an object")
-        return dict(v)
-
-
 # ---------------------------------------------------------------------- sections
 @dataclass
 class GraphInfo:
@@ -197,7 +147,7 @@ class GraphInfo:
 
     @classmethod
     def from_dict(cls, data: Any) -> GraphInfo:
-        f = _Fields(data, "graph")
+        f = Fields(data, "graph")
         return cls(
             hash=f.str("hash"),
             n=f.int("n", minimum=1),
@@ -232,7 +182,7 @@ class PreparationInfo:
 
     @classmethod
     def from_dict(cls, data: Any) -> PreparationInfo:
-        f = _Fields(data, "preparation")
+        f = Fields(data, "preparation")
         return cls(
             ordering=f.str("ordering"),
             sigma=f.int("sigma", minimum=1),
@@ -262,12 +212,12 @@ class GPUInfo:
     def from_dict(cls, data: Any) -> GPUInfo | None:
         if data is None:
             return None
-        f = _Fields(data, "gpu")
+        f = Fields(data, "gpu")
         return cls(f.str("name"), f.str("compute_capability"), f.str("arch", optional=True) or "")
 
 
 def _geometry(data: Any) -> Geometry:
-    f = _Fields(data, "launch_geometry")
+    f = Fields(data, "launch_geometry")
     try:
         return Geometry(
             block_size=f.int("block_size", minimum=32),
@@ -317,9 +267,9 @@ def _dense_choice(data: Any) -> dict[str, Any] | None:
     return {"spec": spec.to_dict(), "block_size": block}
 
 
-def _spec_and_block(data: Any, section: str, spec_cls: Any) -> tuple[Any, int, _Fields]:
+def _spec_and_block(data: Any, section: str, spec_cls: Any) -> tuple[Any, int, Fields]:
     """A section's ``spec`` (a ``spec_cls``) and ``block_size``, checked; and its fields."""
-    f = _Fields(data, section)
+    f = Fields(data, section)
     try:
         spec = spec_cls.from_dict(data.get("spec"))
     except (TypeError, ValueError) as exc:
@@ -427,8 +377,8 @@ class TunedConfig:
 
     @classmethod
     def _parse(cls, data: dict[str, Any], path: Path | None) -> TunedConfig:
-        top = _Fields(data, "config")
-        art = _Fields(data.get("artifact"), "artifact")
+        top = Fields(data, "config")
+        art = Fields(data.get("artifact"), "artifact")
         try:
             # (a missing variant is None: its TypeError is refused below)
             spec = VariantSpec.from_dict(data.get("variant"))  # type: ignore[arg-type]

@@ -1,9 +1,12 @@
 """Reading a tuned config's text safely: only a regular file of at most
-:data:`MAX_CONFIG_BYTES` bytes (a FIFO or a device would block or never end), and a check of
-how deeply its JSON nests (:data:`MAX_DEPTH`), done without recursion."""
+:data:`MAX_CONFIG_BYTES` bytes (a FIFO or a device would block or never end), a check of how
+deeply its JSON nests (:data:`MAX_DEPTH`), done without recursion, and typed access to its
+fields (:class:`Fields`), whose every error names ``section.key``."""
 
 from __future__ import annotations
 
+import builtins
+import math
 import os
 import stat
 from pathlib import Path
@@ -11,7 +14,7 @@ from typing import Any
 
 from blest.errors import ConfigError
 
-__all__ = ["MAX_CONFIG_BYTES", "MAX_DEPTH", "config_text", "json_depth"]
+__all__ = ["MAX_CONFIG_BYTES", "MAX_DEPTH", "Fields", "config_text", "json_depth"]
 
 #: The largest config file read (a config with every timing table is well under 1 MiB).
 MAX_CONFIG_BYTES = 64 << 20
@@ -56,3 +59,52 @@ def json_depth(data: Any) -> int:
             if level <= MAX_DEPTH:
                 stack.extend((v, level + 1) for v in item)
     return deepest
+
+
+class Fields:
+    """Typed access to one JSON object; every error names ``section.key``."""
+
+    def __init__(self, data: Any, section: str) -> None:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{section} must be an object, got {type(data).__name__}")
+        self.data, self.section = data, section
+
+    def _bad(self, key: str, want: str) -> ConfigError:
+        value = self.data.get(key, "<missing>")
+        return ConfigError(f"{self.section}.{key} must be {want}, got {value!r}")
+
+    def int(self, key: str, *, minimum: int = 0, optional: bool = False) -> Any:
+        v = self.data.get(key)
+        if v is None and optional:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+            raise self._bad(key, f"an integer >= {minimum}")
+        return v
+
+    def float(self, key: str, *, optional: bool = False) -> Any:
+        v = self.data.get(key)
+        if v is None and optional:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise self._bad(key, "a finite number")
+        return float(v)
+
+    def str(self, key: str, *, optional: bool = False) -> Any:
+        v = self.data.get(key)
+        if v is None and optional:
+            return None
+        if not isinstance(v, str):
+            raise self._bad(key, "a string")
+        return v
+
+    def bool(self, key: builtins.str) -> builtins.bool:
+        v = self.data.get(key)
+        if not isinstance(v, bool):
+            raise self._bad(key, "true or false")
+        return v
+
+    def dict(self, key: builtins.str) -> builtins.dict[builtins.str, Any]:
+        v = self.data.get(key) or {}
+        if not isinstance(v, dict):
+            raise self._bad(key, "an object")
+        return dict(v)
