@@ -23,14 +23,8 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from blest.defaults import DEFAULT_SIGMA, JACCARD_WINDOW
 from blest.errors import ArgumentError
+from blest.graph import jaccard
 from blest.graph.core import Graph
-from blest.graph.jaccard import (
-    NUMBA_MISSING,
-    OrderingFallbackWarning,
-    check_parameters,
-    have_numba,
-    jaccard_cpu,
-)
 
 __all__ = [
     "Permutation",
@@ -148,9 +142,10 @@ def jaccard_with_windows(
     one-line note in ``notes`` (also issued as an :class:`OrderingFallbackWarning`). The GPU
     kernel is dispatched by :func:`blest.runtime.device_ordering.device_ordering`.
     """
-    check_parameters(graph, sigma, window)
-    if not have_numba():
-        warnings.warn(NUMBA_MISSING, OrderingFallbackWarning, stacklevel=2)
+    jaccard.check_parameters(graph, sigma, window)
+    if not jaccard.have_numba():
+        note = jaccard.NUMBA_MISSING
+        warnings.warn(note, jaccard.OrderingFallbackWarning, stacklevel=2)
         fallback = rcm(graph)
-        return Permutation(fallback.new_of_old, fallback.old_of_new, "rcm", (NUMBA_MISSING,))
-    return Permutation.from_old_of_new(jaccard_cpu(graph, sigma, window), "jaccard")
+        return Permutation(fallback.new_of_old, fallback.old_of_new, "rcm", (note,))
+    return Permutation.from_old_of_new(jaccard.jaccard_cpu(graph, sigma, window), "jaccard")
