@@ -3,7 +3,7 @@ thread.
 
 For kernels that one block, or one thread-block cluster, can run alone: the rendered source is
 compiled by the host C++ compiler against a small shim (``__shared__`` becomes ``static``,
-``__syncthreads`` a ``std::barrier``, atomics GCC's ``__atomic`` builtins, ``threadIdx`` a
+``__syncthreads`` a barrier, atomics GCC's ``__atomic`` builtins, ``threadIdx`` a
 thread-local; the warp intrinsics ``__shfl_sync``, ``__shfl_up_sync``, ``__shfl_down_sync``,
 ``__ballot_sync``, ``__reduce_or_sync``, ``__reduce_add_sync`` and ``__reduce_max_sync``
 exchange values through a per-warp barrier, so every lane of the warp must call them together,
@@ -14,11 +14,14 @@ or several kernels one after the other. A cluster of ``blocks`` blocks (``cluste
 as that many blocks of threads, each with its own dynamic shared memory, barrier and warps:
 ``%cluster_ctarank`` is the block's index, ``mapa`` moves an address into another block's
 dynamic shared memory (kernels that map addresses keep all their shared memory there), and the
-cluster barrier is one ``std::barrier`` of every thread. A logic check of the CUDA code itself
+cluster barrier is one barrier of every thread. A logic check of the CUDA code itself
 (its barriers, counters, queues, warp collectives and MMA packing) on machines without a GPU;
 timing means nothing here, and no other inline PTX runs (it is refused). A serving kernel
 (``serve.cu.j2``) gets a host thread beside it that posts its calls (:func:`_poster`); its
-system-scope loads and stores become GCC atomics.
+system-scope loads and stores become GCC atomics. However many CUDA threads a block has, at
+most ``BLEST_CUDA_CPU_THREADS`` of them (default: the cores) run at once; the others sleep at
+a barrier, at a poll of memory or waiting for their turn, so a run keeps the machine's load
+near its core count.
 """
 
 from __future__ import annotations
@@ -36,21 +39,26 @@ import numpy as np
 SHIM = r"""
 #include <algorithm>
 #include <atomic>
-#include <barrier>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
+#include <ucontext.h>
 using std::max;
 using std::min;
 struct Dim3 { unsigned x, y, z; };
 thread_local Dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
 static Dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
-thread_local std::barrier<>* block_barrier;
+struct Barrier;
+thread_local Barrier* block_barrier;
 thread_local unsigned char* dynamic_smem;
-static std::barrier<>* cluster_barrier;
+static Barrier* cluster_barrier;
 static unsigned char** block_smem;  // each block's dynamic shared memory
 inline unsigned long long map_shared(unsigned long long a, unsigned rank) {
     return (unsigned long long)(block_smem[rank] + (a - (unsigned long long)dynamic_smem)); }
@@ -68,7 +76,37 @@ struct alignas(16) int4 { int x, y, z, w; };
 inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
 struct alignas(8) uint2 { unsigned x, y; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
-inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+// CUDA threads run as fibers (ucontext), each pinned to one of BLEST_CUDA_CPU_THREADS worker
+// OS threads (default: the cores). A fiber that waits at a barrier or polls memory switches back
+// to its worker, which runs the next fiber it has ready: a switch costs no system call, a
+// waiting fiber costs nothing, and the machine's load stays at the number of workers.
+struct WarpExchange;
+struct Fiber {
+    ucontext_t ctx; char* stack = nullptr; std::function<void()> body; unsigned worker = 0;
+    Dim3 tid{0, 0, 0}, bid{0, 0, 0}; unsigned char* smem = nullptr;  // its thread-locals
+    Barrier* bar = nullptr; WarpExchange* warps = nullptr;
+    int action = 0; Barrier* on = nullptr;  // why it switched out
+};
+struct Barrier {
+    unsigned n, count = 0; std::vector<Fiber*> waiting;
+    explicit Barrier(unsigned n) : n(n) {}
+};
+struct Worker {
+    std::mutex m; std::condition_variable cv; std::deque<Fiber*> ready; long left = 0;
+    ucontext_t home;
+};
+enum { FIBER_DONE = 1, FIBER_WAIT = 2, FIBER_YIELD = 3 };
+static std::vector<Worker*> cpu_workers;
+static std::mutex barriers_lock;  // guards every barrier's count and waiting list
+thread_local Fiber* current_fiber;
+inline void switch_out(int action, Barrier* on) {
+    Fiber* f = current_fiber; f->action = action; f->on = on;
+    swapcontext(&f->ctx, &cpu_workers[f->worker]->home); }
+inline void wait_at(Barrier* bar) { switch_out(FIBER_WAIT, bar); }
+template <class T> inline T polled_load(const T* p, int order) {
+    switch_out(FIBER_YIELD, nullptr);
+    return __atomic_load_n(p, order); }
+inline void __syncthreads() { wait_at(block_barrier); }
 template <class T> inline T __ldg(const T* p) { return *p; }
 // Loads and stores of up to 8 bytes are atomic, as on the GPU; wider vectors (int4, uint4) are
 // copied word by word, each word atomic, as a GPU's 128-bit access may also be seen in parts.
@@ -119,16 +157,16 @@ inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
 // Warps: the 32 lanes of a warp post a value each and wait for one another (twice, so that no
 // lane overwrites its slot before every lane has read); every lane must take part, as with the
 // full masks the kernels use.
-struct WarpExchange { std::barrier<>* bar; unsigned long long slots[32]; };
+struct WarpExchange { Barrier* bar; unsigned long long slots[32]; };
 thread_local WarpExchange* warps;
 template <class T, class F> inline auto warp_collect(T v, F f) {
     WarpExchange& w = warps[threadIdx.x >> 5];
     unsigned long long bits = 0;
     std::memcpy(&bits, &v, sizeof(T));
     w.slots[threadIdx.x & 31] = bits;
-    w.bar->arrive_and_wait();
+    wait_at(w.bar);
     auto r = f(w.slots);
-    w.bar->arrive_and_wait();
+    wait_at(w.bar);
     return r;
 }
 template <class T> inline T lane_value(const unsigned long long* s, int lane) {
@@ -163,7 +201,7 @@ inline int __reduce_max_sync(unsigned, int v) {
     return warp_collect(v, [](const unsigned long long* s) {
         int r = (int)s[0]; for (int i = 1; i < 32; ++i) r = std::max(r, (int)s[i]); return r; });
 }
-inline void __syncwarp(unsigned = 0xffffffffu) { warps[threadIdx.x >> 5].bar->arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { wait_at(warps[threadIdx.x >> 5].bar); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
@@ -185,6 +223,71 @@ inline void mma_b1_shim(unsigned a, unsigned b, int& c0, int& c1) {
         return (d1 << 32) | d0; });
     c0 = (int)(d & 0xffffffff);
     c1 = (int)(d >> 32);
+}
+static void make_ready(Fiber* f) {
+    Worker* w = cpu_workers[f->worker];
+    { std::lock_guard<std::mutex> l(w->m); w->ready.push_back(f); }
+    w->cv.notify_one(); }
+static void fiber_main(unsigned lo, unsigned hi) {
+    Fiber* f = (Fiber*)(((unsigned long long)hi << 32) | lo);
+    f->body();
+    switch_out(FIBER_DONE, nullptr); }
+static void worker_loop(Worker* w) {
+    for (;;) {
+        Fiber* f;
+        {
+            std::unique_lock<std::mutex> l(w->m);
+            w->cv.wait(l, [&] { return !w->ready.empty() || w->left == 0; });
+            if (w->left == 0) return;
+            f = w->ready.front(); w->ready.pop_front();
+        }
+        threadIdx = f->tid; blockIdx = f->bid; dynamic_smem = f->smem;
+        block_barrier = f->bar; warps = f->warps; current_fiber = f;
+        swapcontext(&w->home, &f->ctx);
+        if (f->action == FIBER_DONE) { std::lock_guard<std::mutex> l(w->m); --w->left; continue; }
+        if (f->action == FIBER_YIELD) { make_ready(f); continue; }
+        Barrier* b = f->on;
+        std::vector<Fiber*> go;
+        {
+            std::lock_guard<std::mutex> l(barriers_lock);
+            if (++b->count < b->n) { b->waiting.push_back(f); continue; }
+            b->count = 0; go.swap(b->waiting);
+        }
+        go.push_back(f);
+        for (Fiber* g : go) make_ready(g);
+    }
+}
+// Run fn(block, thread) for every thread of `blocks` blocks as fibers on `nworkers` threads.
+static void run_fibers(unsigned blocks, unsigned threads, unsigned nworkers,
+                       unsigned char** smem_of, std::vector<Barrier*>& bars,
+                       std::vector<std::vector<WarpExchange>>& wx,
+                       const std::function<void()>& fn) {
+    const size_t stack = 1u << 19;
+    cpu_workers.clear();
+    for (unsigned i = 0; i < nworkers; ++i) cpu_workers.push_back(new Worker());
+    std::vector<Fiber*> fibers;
+    for (unsigned b = 0; b < blocks; ++b)
+    for (unsigned t = 0; t < threads; ++t) {
+        Fiber* f = new Fiber();
+        f->tid = {t, 0, 0}; f->bid = {b, 0, 0}; f->smem = smem_of[b];
+        f->bar = bars[b]; f->warps = wx[b].data(); f->body = fn;
+        f->worker = (unsigned)(fibers.size() % nworkers);
+        f->stack = new char[stack];
+        getcontext(&f->ctx);
+        f->ctx.uc_stack.ss_sp = f->stack; f->ctx.uc_stack.ss_size = stack; f->ctx.uc_link = nullptr;
+        const unsigned long long a = (unsigned long long)f;
+        makecontext(&f->ctx, (void (*)())fiber_main, 2, (unsigned)(a & 0xffffffffu),
+                    (unsigned)(a >> 32));
+        cpu_workers[f->worker]->ready.push_back(f);
+        ++cpu_workers[f->worker]->left;
+        fibers.push_back(f);
+    }
+    std::vector<std::thread> pool;
+    for (Worker* w : cpu_workers) pool.emplace_back(worker_loop, w);
+    for (auto& th : pool) th.join();
+    for (Fiber* f : fibers) { delete[] f->stack; delete f; }
+    for (Worker* w : cpu_workers) delete w;
+    cpu_workers.clear();
 }
 """
 
@@ -231,7 +334,7 @@ def _host_source(cuda: str) -> str:
     text = re.sub(
         r'asm volatile\("barrier\.cluster\.arrive\.release\.aligned;\\n\\tbarrier\.cluster\.wait'
         r'\.acquire\.aligned;" ::: "memory"\);',
-        "cluster_barrier->arrive_and_wait();",
+        "wait_at(cluster_barrier);",
         text,
     )
     text = re.sub(
@@ -243,14 +346,14 @@ def _host_source(cuda: str) -> str:
     text = re.sub(
         r'asm volatile\("ld\.acquire\.gpu\.global\.u64 %0, \[%1\];" : "=l"\(v\) : '
         r'"l"\(p\) : "memory"\);',
-        "v = __atomic_load_n(p, __ATOMIC_ACQUIRE);",
+        "v = polled_load(p, __ATOMIC_ACQUIRE);",
         text,
     )
     for order in ("acquire", "relaxed"):  # host memory, u64 (serve.cu.j2)
         text = re.sub(
             rf'asm volatile\("ld\.{order}\.sys\.global\.u64 %0, \[%1\];" : "=l"\(v\) : '
             r'"l"\(p\) : "memory"\);',
-            f"v = __atomic_load_n((const unsigned long long*)p, __ATOMIC_{order.upper()});",
+            f"v = polled_load((const unsigned long long*)p, __ATOMIC_{order.upper()});",
             text,
         )
     text = re.sub(
@@ -360,12 +463,15 @@ def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[
         "        smem[b].assign(std::atol(argv[3]) + 16, 0); smem_of[b] = smem[b].data(); }",
         "    block_smem = smem_of.data();",
         "    blockDim.x = threads; gridDim.x = blocks;",
-        "    std::barrier<> cluster_bar(blocks * threads); cluster_barrier = &cluster_bar;",
-        "    std::vector<std::barrier<>*> bars(blocks);",
-        "    for (auto& b : bars) b = new std::barrier<>(threads);",
+        '    const char* cap = std::getenv("BLEST_CUDA_CPU_THREADS");',
+        "    const unsigned nworkers = cap && std::atol(cap) > 0 ? (unsigned)std::atol(cap)"
+        " : std::max(1u, std::thread::hardware_concurrency());",
+        "    Barrier cluster_bar(blocks * threads); cluster_barrier = &cluster_bar;",
+        "    std::vector<Barrier*> bars(blocks);",
+        "    for (auto& b : bars) b = new Barrier(threads);",
         "    std::vector<std::vector<WarpExchange>> wx(blocks);",
         "    for (auto& v : wx) { v.resize((threads + 31) / 32);",
-        "        for (auto& w : v) w.bar = new std::barrier<>(32); }",
+        "        for (auto& w : v) w.bar = new Barrier(32); }",
     ]
     for ctype, name in params + extras:
         base = ctype.replace("const", "").replace("__restrict__", "").strip()
@@ -382,16 +488,9 @@ def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[
         lines += _poster(serve)
     for kernel, extra in launches:
         names = [name for _, name in params + extra]
-        lines.append("    {")
-        lines.append("        std::vector<std::thread> pool;")
-        lines.append("        for (unsigned b = 0; b < blocks; ++b)")
-        lines.append("        for (unsigned t = 0; t < threads; ++t) pool.emplace_back([&, b, t] {")
-        lines.append("            threadIdx.x = t; blockIdx.x = b; dynamic_smem = smem_of[b];")
-        lines.append("            block_barrier = bars[b]; warps = wx[b].data();")
-        lines.append(f"            {kernel}({', '.join(names)});")
-        lines.append("        });")
-        lines.append("        for (auto& th : pool) th.join();")
-        lines.append("    }")
+        lines.append("    run_fibers(blocks, threads, nworkers, smem_of.data(), bars, wx, [&] {")
+        lines.append(f"        {kernel}({', '.join(names)});")
+        lines.append("    });")
     for ctype, name in params + extras:
         if ctype.rstrip().endswith("*") and "const" not in ctype:
             lines.append(f'    if (!buf_{name}.empty()) spit(dir + "/{name}.out", buf_{name});')

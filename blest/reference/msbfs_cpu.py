@@ -23,6 +23,7 @@ for bit.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -64,9 +65,9 @@ _BITS = np.left_shift(_ONE, np.arange(GROUP, dtype=np.uint64))
 @dataclass(frozen=True, eq=False)
 class Traversal:
     """The graph as a search walks it: ``succ`` the arcs a BFS follows, ``pred`` the reverse
-    (what a level pulls over); ``symmetric`` when they are the same arcs. ``first`` and
-    ``second`` are each vertex's first two predecessors (``n`` where it has fewer) and
-    ``more`` marks the vertices with further ones."""
+    (what a level pulls over); ``symmetric`` when they are the same arcs. ``nth[j]`` is each
+    vertex's predecessor ``j`` (``n`` where it has fewer), for the first few (see
+    :func:`_padded`), and ``more`` marks the vertices with further ones."""
 
     n: int
     succ_ptr: np.ndarray
@@ -75,8 +76,7 @@ class Traversal:
     pred_idx: np.ndarray
     symmetric: bool
     matrix: sp.csr_matrix
-    first: np.ndarray
-    second: np.ndarray
+    nth: tuple[np.ndarray, ...]
     more: np.ndarray
 
     @classmethod
@@ -93,12 +93,21 @@ class Traversal:
         ptr, idx = pred
         deg = np.diff(ptr)
         nth = []
-        for i in (0, 1):
+        for j in range(_padded(deg)):
             ids = np.full(n, n, dtype=np.int64)
-            has = np.flatnonzero(deg > i)
-            ids[has] = idx[ptr[has] + i]
+            has = np.flatnonzero(deg > j)
+            ids[has] = idx[ptr[has] + j]
             nth.append(ids)
-        return cls(n, *succ, *pred, not graph.directed, matrix, *nth, deg > 2)
+        return cls(n, *succ, *pred, not graph.directed, matrix, tuple(nth), deg > len(nth))
+
+
+def _padded(deg: np.ndarray) -> int:
+    """Predecessors a level reads by plain gathers (the rest by a segmented OR): the fewest,
+    from 1 to 4, that leave at most 1/32 of the vertices with more."""
+    for count in (1, 2, 3):
+        if np.count_nonzero(deg > count) * 32 <= deg.size:
+            return count
+    return 4
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,9 +117,9 @@ class Frame:
     ``order[p]`` is the vertex at position ``p`` (the ``k`` vertices the centre reaches, by
     distance), ``pos`` the inverse (``k`` for the others and at index ``n``), ``level[p]`` the
     c-level and ``level_start[L]`` the first position of c-level ``L`` (``level_start[-1] ==
-    k``). A position's first two predecessors are ``pred0`` and ``pred1`` (``k``, a word that
-    stays zero, when it has fewer); the others, of the positions ``extra``, are the CSR
-    ``extra_ptr``, ``extra_idx``. ``low[p]`` (directed graphs only) is the least c-level of the
+    k``). A position's first predecessors are ``preds[j][p]`` (``k``, a word that stays zero,
+    when it has fewer); the others, of the positions ``extra``, are the CSR ``extra_ptr``,
+    ``extra_idx``. ``low[p]`` (directed graphs only) is the least c-level of the
     successors of position ``p``.
     """
 
@@ -118,8 +127,7 @@ class Frame:
     pos: np.ndarray
     level: np.ndarray
     level_start: list[int]
-    pred0: np.ndarray
-    pred1: np.ndarray
+    preds: tuple[np.ndarray, ...]
     extra: np.ndarray
     extra_ptr: np.ndarray
     extra_idx: np.ndarray
@@ -144,11 +152,10 @@ class Frame:
         pos[order] = np.arange(k, dtype=np.int64)
         level_start = _level_starts(pos[pred[order[1:]]], k)
         level = np.repeat(np.arange(len(level_start) - 1, dtype=np.int64), np.diff(level_start))
-        pred0 = pos[trav.first[order]]
-        pred1 = pos[trav.second[order]]
+        preds = tuple(pos[ids[order]] for ids in trav.nth)
         extra = np.flatnonzero(trav.more[order])
         vertices = order[extra]
-        start = trav.pred_ptr[vertices] + 2
+        start = trav.pred_ptr[vertices] + len(preds)
         more = trav.pred_ptr[vertices + 1] - start
         extra_ptr = np.zeros(extra.size + 1, dtype=np.int64)
         np.cumsum(more, out=extra_ptr[1:])
@@ -156,7 +163,7 @@ class Frame:
         low = None
         if not trav.symmetric:
             low = _least_successor_level(trav, order, pos, level)
-        return cls(order, pos, level, level_start, pred0, pred1, extra, extra_ptr, extra_idx, low)
+        return cls(order, pos, level, level_start, preds, extra, extra_ptr, extra_idx, low)
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray, ptr: np.ndarray) -> np.ndarray:
@@ -309,8 +316,9 @@ def _search(
     low = frame.low
     near = int(low[at].min()) if low is not None else int(level[lo_pos]) - 1
     far = int(level[hi_pos - 1]) + 1
-    pred0, pred1 = frame.pred0, frame.pred1
-    extra, extra_ptr, extra_idx = frame.extra, frame.extra_ptr, frame.extra_idx
+    first_pred, *other_preds = frame.preds
+    extra, extra_idx = frame.extra, frame.extra_idx
+    extra_at, extra_ptr = extra.tolist(), frame.extra_ptr.tolist()
     depth = 0
     while True:
         depth += 1
@@ -319,14 +327,17 @@ def _search(
         if hi <= lo:  # no successors (a directed graph)
             return
         nxt = f2[lo:hi]
-        np.take(f, pred0[lo:hi], out=nxt, mode="clip")
+        np.take(f, first_pred[lo:hi], out=nxt, mode="clip")
         tmp = scratch[: hi - lo]
-        np.take(f, pred1[lo:hi], out=tmp, mode="clip")
-        nxt |= tmp
-        x0, x1 = np.searchsorted(extra, (lo, hi))
+        for pred in other_preds:
+            np.take(f, pred[lo:hi], out=tmp, mode="clip")
+            nxt |= tmp
+        x0, x1 = bisect_left(extra_at, lo), bisect_left(extra_at, hi)
         if x1 > x0:
-            a0 = int(extra_ptr[x0])
-            more = np.bitwise_or.reduceat(f[extra_idx[a0 : extra_ptr[x1]]], extra_ptr[x0:x1] - a0)
+            a0 = extra_ptr[x0]
+            more = np.bitwise_or.reduceat(
+                f[extra_idx[a0 : extra_ptr[x1]]], frame.extra_ptr[x0:x1] - a0
+            )
             nxt[extra[x0:x1] - lo] |= more
         mask = u[lo:hi]
         nxt &= mask
