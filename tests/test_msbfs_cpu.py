@@ -30,6 +30,7 @@ from blest import Graph
 from blest.errors import ArgumentError, VertexError
 from blest.reference import centrality as C
 from blest.reference import msbfs_cpu as M
+from blest.reference import msbfs_numba
 from blest.runtime import cpu_workers as W
 from blest.runtime.distributed import WorkerError
 
@@ -84,13 +85,18 @@ def scrambled_sources(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- sums and levels
+needs_numba = pytest.mark.skipif(not msbfs_numba.have_numba(), reason="needs numba")
+JIT = [False, pytest.param(True, marks=needs_numba, id="jit")]
+
+
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("reverse", [False, True])
-def test_sums_bit_identical_to_reference(name, reverse, rng, forced):
+@pytest.mark.parametrize("jit", JIT)
+def test_sums_bit_identical_to_reference(name, reverse, jit, rng, forced):
     graph = CASES[name](rng)
     users = scrambled_sources(rng, graph.n)
     kept = users.copy()
-    got = W.source_sums(graph, users, reverse=reverse, workers=1)
+    got = W.source_sums(graph, users, reverse=reverse, workers=1, jit=jit)
     assert_identical(got, C.source_sums(graph, users, reverse=reverse))
     np.testing.assert_array_equal(users, kept)  # the input is left alone
 
@@ -106,12 +112,18 @@ def test_levels_equal_reference(name, rng, forced):
 
 
 @pytest.mark.parametrize("name", ["grid", "directed", "disconnected"])
-def test_worker_processes_give_the_same_results(name, rng, forced):
+@pytest.mark.parametrize("jit", JIT)
+def test_worker_processes_give_the_same_results(name, jit, rng, forced):
     graph = CASES[name](rng)
     users = scrambled_sources(rng, graph.n)
     seen: list[tuple[int, int]] = []
     got = W.source_sums(
-        graph, users, reverse=graph.directed, workers=2, progress=lambda *p: seen.append(p)
+        graph,
+        users,
+        reverse=graph.directed,
+        workers=2,
+        progress=lambda *p: seen.append(p),
+        jit=jit,
     )
     assert_identical(got, C.source_sums(graph, users, reverse=graph.directed))
     assert seen[-1] == (users.size, users.size)
@@ -204,6 +216,17 @@ def test_worker_count_from_the_environment(monkeypatch):
             W.cpu_workers()
     monkeypatch.delenv(W.WORKERS_ENV)
     assert W.cpu_workers() >= 1
+
+
+def test_jit_choice_from_the_environment(monkeypatch):
+    monkeypatch.setenv(W.JIT_ENV, "0")
+    assert not W.use_jit(10**6, 10**6)
+    monkeypatch.setenv(W.JIT_ENV, "yes")
+    with pytest.raises(ArgumentError, match=W.JIT_ENV):
+        W.use_jit(1, 1)
+    monkeypatch.delenv(W.JIT_ENV)
+    assert not W.use_jit(2, 300)  # too little work to repay the compile
+    assert W.use_jit(10**4, 10**5) == msbfs_numba.have_numba()
 
 
 def test_a_dying_worker_is_reported(rng, monkeypatch):

@@ -56,6 +56,9 @@ LEVEL_COST = 20e-6
 WRITE_COST = 6e-9
 SCIPY_COST = 9e-9
 SCIPY_CALL = 100e-6
+#: A position and a level of the search compiled by Numba.
+JIT_ROW_COST = 2.5e-9
+JIT_LEVEL_COST = 1e-6
 _LANES = np.uint64(0x0101010101010101)
 _SHIFTS = np.arange(8, dtype=np.uint64)
 _ONE = np.uint64(1)
@@ -65,9 +68,9 @@ _BITS = np.left_shift(_ONE, np.arange(GROUP, dtype=np.uint64))
 @dataclass(frozen=True, eq=False)
 class Traversal:
     """The graph as a search walks it: ``succ`` the arcs a BFS follows, ``pred`` the reverse
-    (what a level pulls over); ``symmetric`` when they are the same arcs. ``nth[j]`` is each
-    vertex's predecessor ``j`` (``n`` where it has fewer), for the first few (see
-    :func:`_padded`), and ``more`` marks the vertices with further ones."""
+    (what a level pulls over); ``symmetric`` when they are the same arcs. ``nth[j][v]`` is
+    vertex v's predecessor j, for the first few (see :func:`_padded`; ``n`` where it has
+    fewer), and ``more`` marks the vertices with further ones."""
 
     n: int
     succ_ptr: np.ndarray
@@ -117,7 +120,7 @@ class Frame:
     ``order[p]`` is the vertex at position ``p`` (the ``k`` vertices the centre reaches, by
     distance), ``pos`` the inverse (``k`` for the others and at index ``n``), ``level[p]`` the
     c-level and ``level_start[L]`` the first position of c-level ``L`` (``level_start[-1] ==
-    k``). A position's first predecessors are ``preds[j][p]`` (``k``, a word that stays zero,
+    k``). A position's first predecessors are ``preds[j, p]`` (``k``, a word that stays zero,
     when it has fewer); the others, of the positions ``extra``, are the CSR ``extra_ptr``,
     ``extra_idx``. ``low[p]`` (directed graphs only) is the least c-level of the
     successors of position ``p``.
@@ -127,7 +130,7 @@ class Frame:
     pos: np.ndarray
     level: np.ndarray
     level_start: list[int]
-    preds: tuple[np.ndarray, ...]
+    preds: np.ndarray
     extra: np.ndarray
     extra_ptr: np.ndarray
     extra_idx: np.ndarray
@@ -152,10 +155,12 @@ class Frame:
         pos[order] = np.arange(k, dtype=np.int64)
         level_start = _level_starts(pos[pred[order[1:]]], k)
         level = np.repeat(np.arange(len(level_start) - 1, dtype=np.int64), np.diff(level_start))
-        preds = tuple(pos[ids[order]] for ids in trav.nth)
+        preds = np.empty((len(trav.nth), k), dtype=np.int64)
+        for j, ids in enumerate(trav.nth):
+            np.take(pos, ids[order], out=preds[j])
         extra = np.flatnonzero(trav.more[order])
         vertices = order[extra]
-        start = trav.pred_ptr[vertices] + len(preds)
+        start = trav.pred_ptr[vertices] + preds.shape[0]
         more = trav.pred_ptr[vertices + 1] - start
         extra_ptr = np.zeros(extra.size + 1, dtype=np.int64)
         np.cumsum(more, out=extra_ptr[1:])
@@ -278,9 +283,12 @@ def _nearest(
     return ids, None
 
 
-def bit_parallel_pays(trav: Traversal, frame: Frame, members: np.ndarray, levels: bool) -> bool:
+def bit_parallel_pays(
+    trav: Traversal, frame: Frame, members: np.ndarray, levels: bool, jit: bool = False
+) -> bool:
     """Whether the bit-parallel search of a group is expected to be faster than one SciPy BFS
-    per member (``levels``: when the levels are written out, not only counted).
+    per member (``levels``: when the levels are written out, not only counted; ``jit``: the
+    search compiled by Numba, :mod:`blest.reference.msbfs_numba`).
 
     A level of the group pulls into c-levels spanning twice the group's radius r, so the
     search costs about ``(2 r + 3) k`` positions and ``depth + r`` levels; a group of sources
@@ -288,7 +296,8 @@ def bit_parallel_pays(trav: Traversal, frame: Frame, members: np.ndarray, levels
     """
     r = frame.radius(members)
     depth = len(frame.level_start) - 2
-    cost = ROW_COST * (2 * r + 3) * frame.k + LEVEL_COST * (depth + r)
+    row, level = (JIT_ROW_COST, JIT_LEVEL_COST) if jit else (ROW_COST, LEVEL_COST)
+    cost = row * (2 * r + 3) * frame.k + level * (depth + r)
     if levels:
         cost += WRITE_COST * members.size * frame.k
     return cost < members.size * (SCIPY_COST * (trav.n + trav.succ_idx.size) + SCIPY_CALL)

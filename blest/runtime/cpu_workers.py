@@ -4,7 +4,10 @@ The sources are deduplicated and planned into groups of up to 64, each a centre 
 sources nearest to it (:mod:`blest.reference.msbfs_cpu`), and the groups are dealt to worker
 processes forked from this one: they share the graph, one per usable core (the CPU affinity
 mask; ``BLEST_CPU_WORKERS`` sets another count). A level of a deep graph is mostly Python
-between short NumPy calls, which hold the GIL, so threads do not scale and processes do. Per
+between short NumPy calls, which hold the GIL, so threads do not scale and processes do. When
+Numba imports and the work is large enough to repay its compile (a second or two, done here
+before the workers start), the sums use the compiled search (:mod:`blest.reference
+.msbfs_numba`); ``BLEST_CPU_JIT=0`` keeps NumPy, ``1`` asks for Numba whatever the size. Per
 source sums come back through a pipe, levels (``bfs_many``) through a buffer each worker shares
 with this process. Workers ignore SIGINT (Ctrl-C is this process's to handle) and are stopped
 when the call ends, however it ends; a worker that dies is reported as a
@@ -27,7 +30,7 @@ import numpy as np
 
 from blest.errors import ArgumentError, BlestError, GraphLimitError
 from blest.graph.core import Graph
-from blest.reference import centrality
+from blest.reference import centrality, msbfs_numba
 from blest.reference.centrality import SourceSums, sums_from_counts
 from blest.reference.msbfs_cpu import (
     GROUP,
@@ -41,10 +44,14 @@ from blest.reference.msbfs_cpu import (
 from blest.runtime.distributed import WorkerError
 from blest.runtime.multi import Progress, host_memory_limit
 
-__all__ = ["WORKERS_ENV", "bfs_many", "cpu_workers", "source_sums"]
+__all__ = ["JIT_ENV", "WORKERS_ENV", "bfs_many", "cpu_workers", "source_sums", "use_jit"]
 
 #: Environment variable with the number of worker processes (default: the usable cores).
 WORKERS_ENV = "BLEST_CPU_WORKERS"
+#: Environment variable: 0 never compiles with Numba, 1 always does (when it imports).
+JIT_ENV = "BLEST_CPU_JIT"
+#: Groups times vertices from which Numba's compile pays for itself.
+JIT_WORK = 2e7
 #: Groups a worker holds at once when results come back through its pipe.
 IN_FLIGHT = 2
 
@@ -67,6 +74,17 @@ def cpu_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def use_jit(groups: int, n: int) -> bool:
+    """Whether the sums of ``groups`` groups on ``n`` vertices run compiled (see the module
+    docstring)."""
+    text = os.environ.get(JIT_ENV, "").strip()
+    if text not in ("", "0", "1"):
+        raise ArgumentError(f"{JIT_ENV} must be 0 or 1, got {text!r}")
+    if text == "0" or not msbfs_numba.have_numba():
+        return False
+    return text == "1" or groups * n >= JIT_WORK
+
+
 def _plan(graph: Graph, users: np.ndarray, reverse: bool) -> tuple[Any, ...]:
     if int(graph.nnz) + int(graph.n) >= np.iinfo(np.int32).max:
         raise GraphLimitError(
@@ -86,21 +104,28 @@ def source_sums(
     reverse: bool,
     progress: Progress | None = None,
     workers: int | None = None,
+    jit: bool | None = None,
 ) -> SourceSums:
     """:class:`SourceSums` of a BFS from each of ``users`` (checked ids; repeats allowed), in
     their order; over in-arcs when ``reverse``. Bit-identical to
-    :func:`blest.reference.centrality.source_sums`."""
+    :func:`blest.reference.centrality.source_sums`. ``jit``: search compiled by Numba (None:
+    :func:`use_jit` decides)."""
     if np.asarray(users).size == 0:
         return SourceSums.zeros(0)
     uniq, inverse, trav, groups, weight = _plan(graph, users, reverse)
     sums = SourceSums.zeros(uniq.size)
     done = [0]
+    if jit is None:
+        jit = use_jit(len(groups), int(graph.n))
+    if jit:
+        msbfs_numba.compile_now()  # here, once, before the workers are forked
+    count_group = msbfs_numba.group_counts if jit else group_counts
 
     def task(i: int, _slot: Any) -> tuple[np.ndarray, ...]:
         members = groups[i]
         frame = Frame.around(trav, int(members[0]))
-        if bit_parallel_pays(trav, frame, members, levels=False):
-            part = sums_from_counts(group_counts(frame, members))
+        if bit_parallel_pays(trav, frame, members, levels=False, jit=jit):
+            part = sums_from_counts(count_group(frame, members))
         else:
             part = centrality.source_sums(graph, members, reverse=reverse)
         return part.dist, part.reach, part.harmonic
