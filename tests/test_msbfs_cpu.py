@@ -182,6 +182,22 @@ def test_engine_bfs_many_and_bad_sources(rng):
             eng.source_sums([0, graph.n])
 
 
+@needs_numba
+@pytest.mark.parametrize("name", ["grid", "directed", "disconnected", "hubs", "no_arcs"])
+def test_compiled_frame_equals_numpy_frame(name, rng):
+    graph = CASES[name](rng)
+    trav = M.Traversal.of(graph, reverse=bool(rng.integers(2)))
+    for centre in rng.integers(0, graph.n, 12).tolist():
+        want = M.Frame.around(trav, centre)
+        got = msbfs_numba.frame_around(trav, centre)
+        for field in ("order", "pos", "level", "level_start", "preds", "extra", "extra_ptr"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(want, field), field)
+        np.testing.assert_array_equal(got.extra_idx, want.extra_idx)
+        assert (got.low is None) == (want.low is None)
+        if want.low is not None:
+            np.testing.assert_array_equal(got.low, want.low)
+
+
 # ---------------------------------------------------------------------- planning and counting
 @pytest.mark.parametrize("name", ["grid", "directed", "disconnected", "no_arcs"])
 def test_plan_groups_cover_sources_once(name, rng):

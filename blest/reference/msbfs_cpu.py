@@ -85,8 +85,8 @@ class Traversal:
     @classmethod
     def of(cls, graph: Graph, reverse: bool) -> Traversal:
         """BFS over out-arcs, or over in-arcs when ``reverse`` (distances *to* the source)."""
-        out = (np.asarray(graph.out_ptr, np.int64), np.asarray(graph.out_idx, np.int64))
-        inn = (np.asarray(graph.in_ptr, np.int64), np.asarray(graph.in_idx, np.int64))
+        out = (_own(graph.out_ptr), _own(graph.out_idx))
+        inn = out if not graph.directed else (_own(graph.in_ptr), _own(graph.in_idx))
         succ, pred = (inn, out) if reverse else (out, inn)
         n = int(graph.n)
         matrix = sp.csr_matrix(
@@ -102,6 +102,12 @@ class Traversal:
             ids[has] = idx[ptr[has] + j]
             nth.append(ids)
         return cls(n, *succ, *pred, not graph.directed, matrix, tuple(nth), deg > len(nth))
+
+
+def _own(a: np.ndarray) -> np.ndarray:
+    """``a`` as a C-contiguous, writeable int64 array (a copy unless it already is one: the
+    compiled search takes writeable arrays)."""
+    return np.require(a, np.int64, ["C", "W"])
 
 
 def _padded(deg: np.ndarray) -> int:
@@ -315,7 +321,7 @@ def _search(
     top = len(level_start) - 2  # the deepest c-level
     f = np.zeros(k + 1, dtype=np.uint64)  # position k stays zero: "no predecessor"
     f2 = np.zeros(k + 1, dtype=np.uint64)
-    u = np.full(k, ~np.uint64(0), dtype=np.uint64)
+    u = np.full(k, _member_bits(members.size), dtype=np.uint64)
     scratch = np.empty(k, dtype=np.uint64)
     flags = np.empty(k, dtype=bool)
     at = frame.pos[members]
@@ -424,6 +430,11 @@ def group_levels(frame: Frame, members: np.ndarray, out: np.ndarray) -> None:
             parts, pending = [], 0
     if parts:
         _write_levels(flat, n, parts)
+
+
+def _member_bits(count: int) -> np.uint64:
+    """The word with the bits of ``count`` members (the low ``count`` bits) set."""
+    return np.uint64((1 << count) - 1)
 
 
 def _bit_index(bit: np.ndarray) -> np.ndarray:

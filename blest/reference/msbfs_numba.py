@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from blest.reference.msbfs_cpu import GROUP, Frame
+from blest.reference.msbfs_cpu import GROUP, Frame, Traversal, _member_bits
 
-__all__ = ["compile_now", "group_counts", "have_numba"]
+__all__ = ["compile_now", "frame_around", "group_counts", "have_numba"]
 
 #: Levels counted per call of the compiled loop.
 LEVELS_PER_CALL = 4096
+#: Per thread: the buffers of the last frame and of the last search.
+_local = threading.local()
 
 
 def have_numba() -> bool:
@@ -84,6 +86,11 @@ def _kernel() -> Any:
             least = top + 1
             used = 0
             for p in range(lo, hi):
+                if u[p] == zero:  # every source has reached p
+                    nxt[p] = zero
+                    if x < extra.size and extra[x] == p:
+                        x += 1
+                    continue
                 w = cur[preds[0, p]]
                 for j in range(1, n_pred):
                     w |= cur[preds[j, p]]
@@ -134,19 +141,149 @@ def _kernel() -> Any:
     return run
 
 
+#: Argument types of the compiled frame builder.
+FRAME_SIGNATURE = (
+    "int64(int64[::1], int64[::1], int64[::1], int64[::1], int64, int64[::1], int64[::1], "
+    "int64[::1], int64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1], boolean)"
+)
+
+
+@functools.lru_cache(maxsize=1)
+def _frame_kernel() -> Any:
+    """The compiled frame builder: a queue BFS from the centre, then the pull arrays."""
+    import numba
+
+    @numba.njit(FRAME_SIGNATURE, nogil=True, cache=False)
+    def build(
+        succ_ptr: np.ndarray,
+        succ_idx: np.ndarray,
+        pred_ptr: np.ndarray,
+        pred_idx: np.ndarray,
+        centre: int,
+        order: np.ndarray,
+        pos: np.ndarray,
+        level: np.ndarray,
+        preds: np.ndarray,
+        extra: np.ndarray,
+        extra_ptr: np.ndarray,
+        extra_idx: np.ndarray,
+        low: np.ndarray,
+        directed: bool,
+    ) -> int:
+        """Fill the frame's arrays (sized for every vertex); return k. ``extra_ptr[0]`` on
+        return holds the number of extra positions, ``extra_ptr[1:]`` their offsets + 1."""
+        n = pos.size - 1
+        pos[:] = -1
+        order[0] = centre
+        pos[centre] = 0
+        level[0] = 0
+        tail = 1
+        for head in range(n):
+            if head >= tail:
+                break
+            v = order[head]
+            for a in range(succ_ptr[v], succ_ptr[v + 1]):
+                t = succ_idx[a]
+                if pos[t] < 0:
+                    pos[t] = tail
+                    order[tail] = t
+                    level[tail] = level[head] + 1
+                    tail += 1
+        k = tail
+        for v in range(n + 1):
+            if pos[v] < 0:
+                pos[v] = k
+        padded = preds.shape[0]
+        x = 0
+        used = 0
+        for p in range(k):
+            v = order[p]
+            first = pred_ptr[v]
+            deg = pred_ptr[v + 1] - first
+            for j in range(padded):
+                preds[j, p] = pos[pred_idx[first + j]] if j < deg else k
+            if deg > padded:
+                extra[x] = p
+                for a in range(first + padded, first + deg):
+                    extra_idx[used] = pos[pred_idx[a]]
+                    used += 1
+                x += 1
+                extra_ptr[x] = used
+        extra_ptr[0] = x
+        if directed:
+            for p in range(k):
+                v = order[p]
+                least = level[k - 1] + 1
+                for a in range(succ_ptr[v], succ_ptr[v + 1]):
+                    t = level[pos[succ_idx[a]]]
+                    if t < least:
+                        least = t
+                low[p] = least
+        return k
+
+    return build
+
+
+def frame_around(trav: Traversal, centre: int) -> Frame:
+    """As :meth:`blest.reference.msbfs_cpu.Frame.around`, compiled (the same arrays: a queue
+    BFS over the CSR visits vertices in the order SciPy's does). The frame's arrays are this
+    thread's buffers: it is valid until the next call in the same thread."""
+    build = _frame_kernel()
+    n = trav.n
+    held = getattr(_local, "frame", None)
+    shape = (n, len(trav.nth), trav.pred_idx.size)
+    if held is None or held[0] != shape:
+        size = max(n, 1)
+        held = (
+            shape,
+            np.empty(size, dtype=np.int64),  # order
+            np.empty(n + 1, dtype=np.int64),  # pos
+            np.empty(size, dtype=np.int64),  # level
+            np.empty((len(trav.nth), size), dtype=np.int64),  # preds
+            np.empty(size, dtype=np.int64),  # extra
+            np.zeros(size + 1, dtype=np.int64),  # extra_ptr
+            np.empty(max(trav.pred_idx.size, 1), dtype=np.int64),  # extra_idx
+            np.empty(size, dtype=np.int64),  # low
+        )
+        _local.frame = held
+    _, order, pos, level, preds, extra, extra_ptr, extra_idx, low = held
+    directed = not trav.symmetric
+    k = build(
+        trav.succ_ptr, trav.succ_idx, trav.pred_ptr, trav.pred_idx, int(centre), order, pos,
+        level, preds, extra, extra_ptr, extra_idx, low, directed,
+    )  # fmt: skip
+    x = int(extra_ptr[0])
+    offsets = extra_ptr[: x + 1].copy()
+    offsets[0] = 0
+    level = level[:k]
+    starts = np.searchsorted(level, np.arange(int(level[-1]) + 2)).tolist()
+    return Frame(
+        order[:k],
+        pos,
+        level,
+        starts,
+        preds[:, :k],
+        extra[:x],
+        offsets,
+        extra_idx[: offsets[-1]],
+        low[:k] if directed else None,
+    )
+
+
 def compile_now() -> None:
-    """Compile the loop here (a second or two), before worker processes are forked."""
+    """Compile here (a second or two), before worker processes are forked."""
     _kernel()
+    _frame_kernel()
 
 
 def group_counts(frame: Frame, members: np.ndarray) -> np.ndarray:
     """As :func:`blest.reference.msbfs_cpu.group_counts`, compiled."""
     run = _kernel()
     k = frame.k
-    preds = frame.preds
+    preds = np.ascontiguousarray(frame.preds)
     level_start = np.asarray(frame.level_start, dtype=np.int64)
     low = frame.low if frame.low is not None else np.zeros(0, dtype=np.int64)
-    f, f2, u, counts = _buffers(k)
+    f, f2, u, counts = _buffers(k, members.size)
     at = frame.pos[members]
     f[at] = np.left_shift(np.uint64(1), np.arange(members.size, dtype=np.uint64))
     u[at] ^= f[at]
@@ -165,12 +302,10 @@ def group_counts(frame: Frame, members: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(parts).T[: members.size])
 
 
-_local = threading.local()
-
-
-def _buffers(k: int) -> tuple[np.ndarray, ...]:
-    """This thread's frontier words (zero), unvisited masks (all ones) and histogram rows for
-    ``k`` positions, reused from call to call (fresh pages cost more than filling old ones)."""
+def _buffers(k: int, sources: int) -> tuple[np.ndarray, ...]:
+    """This thread's frontier words (zero), unvisited masks (one bit per source) and histogram
+    rows for ``k`` positions, reused from call to call (fresh pages cost more than filling old
+    ones)."""
     held = getattr(_local, "buffers", None)
     if held is None or held[2].size < k:
         held = (
@@ -183,5 +318,5 @@ def _buffers(k: int) -> tuple[np.ndarray, ...]:
     f, f2, u, counts = held[0][: k + 1], held[1][: k + 1], held[2][:k], held[3]
     f.fill(0)
     f2.fill(0)
-    u.fill(~np.uint64(0))
+    u.fill(_member_bits(sources))
     return f, f2, u, counts

@@ -120,10 +120,11 @@ def source_sums(
     if jit:
         msbfs_numba.compile_now()  # here, once, before the workers are forked
     count_group = msbfs_numba.group_counts if jit else group_counts
+    make_frame = msbfs_numba.frame_around if jit else Frame.around
 
     def task(i: int, _slot: Any) -> tuple[np.ndarray, ...]:
         members = groups[i]
-        frame = Frame.around(trav, int(members[0]))
+        frame = make_frame(trav, int(members[0]))
         if bit_parallel_pays(trav, frame, members, levels=False, jit=jit):
             part = sums_from_counts(count_group(frame, members))
         else:
