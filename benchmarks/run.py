@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,9 @@ from graphs import ANCHORS, QUICK, anchor_graph
 from blest.codegen.contract import max_block_size
 from blest.codegen.pullspec import pull_variants
 from blest.codegen.spec import VariantSpec, variants
+from blest.codegen.toolchain import require_gpu
 from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA, JACCARD_WINDOW
+from blest.errors import GPUUnavailableError
 from blest.graph.bvss import u_div
 from blest.graph.hops import TWO_HOP_RATIO, two_hop_arcs_bound
 from blest.graph.prepared import Prepared
@@ -343,6 +346,11 @@ def main(argv: list[str] | None = None) -> int:
         "e.g. 1024:1:64 or 1024:1:0:66",
     )
     args = ap.parse_args(argv)
+    try:  # before any graph is built: every row times GPU kernels
+        require_gpu()
+    except GPUUnavailableError as exc:
+        print(f"run.py: needs an NVIDIA GPU: {exc}", file=sys.stderr)
+        return 2
     names = args.graphs or (list(QUICK.values()) if args.small else list(ANCHORS))
     specs = variant_set(args.variants or ("quick" if args.quick or args.small else "persistent"))
     geometries = [tuple(None if x == "-" else int(x) for x in g.split(":")) for g in args.geometry]

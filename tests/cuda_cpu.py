@@ -3,7 +3,7 @@ thread.
 
 For kernels that one block, or one thread-block cluster, can run alone: the rendered source is
 compiled by the host C++ compiler against a small shim (``__shared__`` becomes ``static``,
-``__syncthreads`` a ``std::barrier``, atomics GCC's ``__atomic`` builtins, ``threadIdx`` a
+``__syncthreads`` a barrier, atomics GCC's ``__atomic`` builtins, ``threadIdx`` a
 thread-local; the warp intrinsics ``__shfl_sync``, ``__shfl_up_sync``, ``__shfl_down_sync``,
 ``__ballot_sync``, ``__reduce_or_sync``, ``__reduce_add_sync`` and ``__reduce_max_sync``
 exchange values through a per-warp barrier, so every lane of the warp must call them together,
@@ -14,11 +14,14 @@ or several kernels one after the other. A cluster of ``blocks`` blocks (``cluste
 as that many blocks of threads, each with its own dynamic shared memory, barrier and warps:
 ``%cluster_ctarank`` is the block's index, ``mapa`` moves an address into another block's
 dynamic shared memory (kernels that map addresses keep all their shared memory there), and the
-cluster barrier is one ``std::barrier`` of every thread. A logic check of the CUDA code itself
+cluster barrier is one barrier of every thread. A logic check of the CUDA code itself
 (its barriers, counters, queues, warp collectives and MMA packing) on machines without a GPU;
 timing means nothing here, and no other inline PTX runs (it is refused). A serving kernel
 (``serve.cu.j2``) gets a host thread beside it that posts its calls (:func:`_poster`); its
-system-scope loads and stores become GCC atomics.
+system-scope loads and stores become GCC atomics. However many CUDA threads a block has, at
+most ``BLEST_CUDA_CPU_THREADS`` of them (default: the cores) run at once; the others sleep at
+a barrier, at a poll of memory or waiting for their turn, so a run keeps the machine's load
+near its core count.
 """
 
 from __future__ import annotations
@@ -32,25 +35,32 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from cuda_cpu_fibers import FIBER_DECLS, FIBER_LOOP
 
-SHIM = r"""
+SHIM = (
+    r"""
 #include <algorithm>
 #include <atomic>
-#include <barrier>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
+#include <ucontext.h>
 using std::max;
 using std::min;
 struct Dim3 { unsigned x, y, z; };
 thread_local Dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
 static Dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
-thread_local std::barrier<>* block_barrier;
+struct Barrier;
+thread_local Barrier* block_barrier;
 thread_local unsigned char* dynamic_smem;
-static std::barrier<>* cluster_barrier;
+static Barrier* cluster_barrier;
 static unsigned char** block_smem;  // each block's dynamic shared memory
 inline unsigned long long map_shared(unsigned long long a, unsigned rank) {
     return (unsigned long long)(block_smem[rank] + (a - (unsigned long long)dynamic_smem)); }
@@ -68,7 +78,9 @@ struct alignas(16) int4 { int x, y, z, w; };
 inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
 struct alignas(8) uint2 { unsigned x, y; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
-inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+"""
+    + FIBER_DECLS
+    + r"""inline void __syncthreads() { wait_at(block_barrier); }
 template <class T> inline T __ldg(const T* p) { return *p; }
 // Loads and stores of up to 8 bytes are atomic, as on the GPU; wider vectors (int4, uint4) are
 // copied word by word, each word atomic, as a GPU's 128-bit access may also be seen in parts.
@@ -119,16 +131,16 @@ inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
 // Warps: the 32 lanes of a warp post a value each and wait for one another (twice, so that no
 // lane overwrites its slot before every lane has read); every lane must take part, as with the
 // full masks the kernels use.
-struct WarpExchange { std::barrier<>* bar; unsigned long long slots[32]; };
+struct WarpExchange { Barrier* bar; unsigned long long slots[32]; };
 thread_local WarpExchange* warps;
 template <class T, class F> inline auto warp_collect(T v, F f) {
     WarpExchange& w = warps[threadIdx.x >> 5];
     unsigned long long bits = 0;
     std::memcpy(&bits, &v, sizeof(T));
     w.slots[threadIdx.x & 31] = bits;
-    w.bar->arrive_and_wait();
+    wait_at(w.bar);
     auto r = f(w.slots);
-    w.bar->arrive_and_wait();
+    wait_at(w.bar);
     return r;
 }
 template <class T> inline T lane_value(const unsigned long long* s, int lane) {
@@ -163,7 +175,7 @@ inline int __reduce_max_sync(unsigned, int v) {
     return warp_collect(v, [](const unsigned long long* s) {
         int r = (int)s[0]; for (int i = 1; i < 32; ++i) r = std::max(r, (int)s[i]); return r; });
 }
-inline void __syncwarp(unsigned = 0xffffffffu) { warps[threadIdx.x >> 5].bar->arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { wait_at(warps[threadIdx.x >> 5].bar); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
@@ -187,6 +199,9 @@ inline void mma_b1_shim(unsigned a, unsigned b, int& c0, int& c1) {
     c1 = (int)(d >> 32);
 }
 """
+    + FIBER_LOOP
+    + r""""""
+)
 
 
 #: Misaligned loads and stores abort the run, as they fault on a GPU (x86 would allow them).
@@ -231,7 +246,7 @@ def _host_source(cuda: str) -> str:
     text = re.sub(
         r'asm volatile\("barrier\.cluster\.arrive\.release\.aligned;\\n\\tbarrier\.cluster\.wait'
         r'\.acquire\.aligned;" ::: "memory"\);',
-        "cluster_barrier->arrive_and_wait();",
+        "wait_at(cluster_barrier);",
         text,
     )
     text = re.sub(
@@ -243,14 +258,14 @@ def _host_source(cuda: str) -> str:
     text = re.sub(
         r'asm volatile\("ld\.acquire\.gpu\.global\.u64 %0, \[%1\];" : "=l"\(v\) : '
         r'"l"\(p\) : "memory"\);',
-        "v = __atomic_load_n(p, __ATOMIC_ACQUIRE);",
+        "v = polled_load(p, __ATOMIC_ACQUIRE);",
         text,
     )
     for order in ("acquire", "relaxed"):  # host memory, u64 (serve.cu.j2)
         text = re.sub(
             rf'asm volatile\("ld\.{order}\.sys\.global\.u64 %0, \[%1\];" : "=l"\(v\) : '
             r'"l"\(p\) : "memory"\);',
-            f"v = __atomic_load_n((const unsigned long long*)p, __ATOMIC_{order.upper()});",
+            f"v = polled_load((const unsigned long long*)p, __ATOMIC_{order.upper()});",
             text,
         )
     text = re.sub(
@@ -360,12 +375,15 @@ def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[
         "        smem[b].assign(std::atol(argv[3]) + 16, 0); smem_of[b] = smem[b].data(); }",
         "    block_smem = smem_of.data();",
         "    blockDim.x = threads; gridDim.x = blocks;",
-        "    std::barrier<> cluster_bar(blocks * threads); cluster_barrier = &cluster_bar;",
-        "    std::vector<std::barrier<>*> bars(blocks);",
-        "    for (auto& b : bars) b = new std::barrier<>(threads);",
+        '    const char* cap = std::getenv("BLEST_CUDA_CPU_THREADS");',
+        "    const unsigned nworkers = cap && std::atol(cap) > 0 ? (unsigned)std::atol(cap)"
+        " : std::max(1u, std::thread::hardware_concurrency());",
+        "    Barrier cluster_bar(blocks * threads); cluster_barrier = &cluster_bar;",
+        "    std::vector<Barrier*> bars(blocks);",
+        "    for (auto& b : bars) b = new Barrier(threads);",
         "    std::vector<std::vector<WarpExchange>> wx(blocks);",
         "    for (auto& v : wx) { v.resize((threads + 31) / 32);",
-        "        for (auto& w : v) w.bar = new std::barrier<>(32); }",
+        "        for (auto& w : v) w.bar = new Barrier(32); }",
     ]
     for ctype, name in params + extras:
         base = ctype.replace("const", "").replace("__restrict__", "").strip()
@@ -382,16 +400,9 @@ def _main(launches: list[tuple[str, list[tuple[str, str]]]], params: list[tuple[
         lines += _poster(serve)
     for kernel, extra in launches:
         names = [name for _, name in params + extra]
-        lines.append("    {")
-        lines.append("        std::vector<std::thread> pool;")
-        lines.append("        for (unsigned b = 0; b < blocks; ++b)")
-        lines.append("        for (unsigned t = 0; t < threads; ++t) pool.emplace_back([&, b, t] {")
-        lines.append("            threadIdx.x = t; blockIdx.x = b; dynamic_smem = smem_of[b];")
-        lines.append("            block_barrier = bars[b]; warps = wx[b].data();")
-        lines.append(f"            {kernel}({', '.join(names)});")
-        lines.append("        });")
-        lines.append("        for (auto& th : pool) th.join();")
-        lines.append("    }")
+        lines.append("    run_fibers(blocks, threads, nworkers, smem_of.data(), bars, wx, [&] {")
+        lines.append(f"        {kernel}({', '.join(names)});")
+        lines.append("    });")
     for ctype, name in params + extras:
         if ctype.rstrip().endswith("*") and "const" not in ctype:
             lines.append(f'    if (!buf_{name}.empty()) spit(dir + "/{name}.out", buf_{name});')

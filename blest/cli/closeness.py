@@ -2,8 +2,9 @@
 
 On a tuned config (its multi-source variant) or any graph file; on one GPU, every local GPU
 (``--gpus all``), or the ranks of ``mpirun -n N blest closeness ...`` (rank 0 writes). A
-progress line with the time left is shown on a terminal; the scores are written atomically at
-the end, so Ctrl-C (honoured between kernel launches, a quarter second apart) leaves nothing.
+progress line with the time left is shown on a terminal, and plain lines every ten seconds
+otherwise (a log, a pipe); the scores are written atomically at the end, so Ctrl-C (honoured
+between kernel launches, a quarter second apart) leaves nothing.
 """
 
 from __future__ import annotations
@@ -101,17 +102,49 @@ def _gpus(text: str | None) -> int | str | None:
 
 
 class _Eta:
-    """``progress(done, total)`` for the status line: sources done, share, seconds left."""
+    """``progress(done, total)``: sources done, share and time left, as the status line on a
+    terminal and, when stderr is not one (a log, a pipe), as a plain line every
+    :data:`PLAIN_EVERY` seconds (none in a shorter run)."""
 
-    def __init__(self, line: Progress) -> None:
-        self.line, self.start = line, time.monotonic()
+    def __init__(self, line: Progress, plain: bool) -> None:
+        self.line, self.plain, self.start = line, plain, time.monotonic()
+        self.printed = self.start
 
     def __call__(self, done: int, total: int) -> None:
-        spent = time.monotonic() - self.start
+        now = time.monotonic()
+        spent = now - self.start
         left = spent / done * (total - done) if done else float("nan")
-        self.line(
-            f"{done:,} / {total:,} sources ({100 * done / max(total, 1):.0f}%), {left:.1f} s left"
-        )
+        share = f"{done:,} / {total:,} sources ({100 * done / max(total, 1):.0f}%)"
+        self.line(f"{share}, {left:.1f} s left")
+        if self.plain and now - self.printed >= PLAIN_EVERY:
+            self.printed = now
+            rate = done / spent if spent > 0 else float("nan")
+            print(
+                f"{self.line.prog}: {share}, {rate:,.0f} sources/s, {_duration(left)} left",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+#: Seconds between two plain progress lines.
+PLAIN_EVERY = 10.0
+
+
+def _duration(seconds: float) -> str:
+    if not seconds == seconds:  # NaN: nothing done yet
+        return "unknown time"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (ValueError, OSError):  # closed
+        return False
 
 
 def _write(path: str, scores: np.ndarray, ids: np.ndarray, name: str) -> None:
@@ -152,7 +185,8 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     world = mpi_world()
     rank = 0 if world is None else world[1]
     line = Progress("blest closeness", enabled=rank == 0)
-    where = {"gpus": gpus, "progress": _Eta(line)}
+    plain = rank == 0 and not _stderr_is_terminal() and sys.stderr is not None
+    where = {"gpus": gpus, "progress": _Eta(line, plain)}
     t0 = time.perf_counter()
     try:
         if args.harmonic:

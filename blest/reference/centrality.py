@@ -41,6 +41,7 @@ __all__ = [
     "harmonic_from_sums",
     "level_counts",
     "source_sums",
+    "sums_from_counts",
     "sums_from_levels",
 ]
 
@@ -258,7 +259,16 @@ def sums_from_levels(levels: np.ndarray) -> SourceSums:
     ``harmonic`` is accumulated per row in increasing level order, ``0.0 + c1/1 + c2/2 + ...``
     (a running sum along the row, never a pairwise sum), as the contract requires.
     """
-    counts = level_counts(levels)
+    return sums_from_counts(level_counts(levels))
+
+
+def sums_from_counts(counts: np.ndarray) -> SourceSums:
+    """:class:`SourceSums` of per-row level histograms (int64 ``(k, width)``, ``counts[i, L]``
+    vertices at level ``L``; trailing zeros change nothing), with the float operations of
+    :func:`sums_from_levels`."""
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.ndim != 2 or counts.shape[1] < 1:
+        raise ValueError("counts must be a 2-D array with at least one column")
     k, width = counts.shape
     depths = np.arange(width, dtype=np.int64)
     reach = counts.sum(axis=1)

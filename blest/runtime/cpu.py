@@ -5,12 +5,15 @@
 (:class:`~blest.reference.scipy_bfs.ScipyBFS`; several seeds through a super-source). It is the
 default on machines without a GPU. Its ``source`` and ``ptx`` still show the kernel variant the
 engine stands for (the one a GPU would run).
+
+Many sources (``bfs_many``, ``source_sums``, ``closeness``, ``harmonic``) run as bit-parallel
+searches of 64 sources each, on every core (:mod:`blest.runtime.cpu_workers`); the sums are
+bit-identical to those of one SciPy BFS per source.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,9 +22,9 @@ from blest.codegen.spec import VariantSpec
 from blest.defaults import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_ETA
 from blest.graph.core import Graph
 from blest.graph.prepared import Prepared
-from blest.reference.centrality import SourceSums, bfs_many_levels, source_sums
+from blest.reference.centrality import SourceSums
 from blest.reference.scipy_bfs import ScipyBFS
-from blest.runtime import arguments
+from blest.runtime import arguments, cpu_workers
 from blest.runtime.arguments import Progress
 from blest.runtime.host_engine import HostEngine
 
@@ -81,26 +84,9 @@ class CPUEngine(HostEngine):
 
     # ------------------------------------------------------------------ many sources
     def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:
-        _in_blocks(users, progress, lambda at, part: bfs_many_levels(
-            self.graph, part, out=out[at : at + part.size]
-        ))  # fmt: skip
-        return out
+        return cpu_workers.bfs_many(self.graph, users, out, progress=progress)
 
     def _source_sums(self, users: np.ndarray, progress: Progress | None) -> SourceSums:
-        parts: list[SourceSums] = []
-        _in_blocks(users, progress, lambda at, part: parts.append(
-            source_sums(self.graph, part, reverse=self.graph.directed)
-        ))  # fmt: skip
-        return SourceSums.concat(parts)
-
-
-#: Sources per progress report of the CPU engines.
-PROGRESS_BLOCK = 256
-
-
-def _in_blocks(users: np.ndarray, progress: Progress | None, work: Callable) -> None:
-    """``work(start, users[start:stop])`` block by block, reporting progress in between."""
-    for at in range(0, users.size, PROGRESS_BLOCK):
-        work(at, users[at : at + PROGRESS_BLOCK])
-        if progress is not None:
-            progress(min(users.size, at + PROGRESS_BLOCK), users.size)
+        return cpu_workers.source_sums(
+            self.graph, users, reverse=self.graph.directed, progress=progress
+        )
