@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -106,8 +107,10 @@ class _Eta:
     terminal and, when stderr is not one (a log, a pipe), as a plain line every
     :data:`PLAIN_EVERY` seconds (none in a shorter run)."""
 
-    def __init__(self, line: Progress, plain: bool) -> None:
-        self.line, self.plain, self.start = line, plain, time.monotonic()
+    def __init__(
+        self, line: Callable[[str], None], plain: bool = False, prog: str = "blest closeness"
+    ) -> None:
+        self.line, self.plain, self.prog, self.start = line, plain, prog, time.monotonic()
         self.printed = self.start
 
     def __call__(self, done: int, total: int) -> None:
@@ -120,7 +123,7 @@ class _Eta:
             self.printed = now
             rate = done / spent if spent > 0 else float("nan")
             print(
-                f"{self.line.prog}: {share}, {rate:,.0f} sources/s, {_duration(left)} left",
+                f"{self.prog}: {share}, {rate:,.0f} sources/s, {_duration(left)} left",
                 file=sys.stderr,
                 flush=True,
             )

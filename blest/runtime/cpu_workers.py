@@ -23,8 +23,8 @@ import signal
 import time
 import traceback
 from collections.abc import Callable
-from multiprocessing.connection import wait
-from typing import Any
+from multiprocessing.connection import Connection, wait
+from typing import Any, cast
 
 import numpy as np
 
@@ -284,14 +284,14 @@ def _deal(
                 continue
             rank = by_conn[id(ready)]
             try:
-                message = ready.recv()
+                message = cast(Connection, ready).recv()
             except (EOFError, OSError):  # the worker died mid-message
                 raise _died(rank, procs[rank]) from None
             if message[0] == "error":
                 _, exc, text = message
                 if isinstance(exc, (BlestError, MemoryError)):
                     raise exc
-                raise WorkerError(rank, f"{type(exc).__name__}: {exc}", text)
+                raise WorkerError(rank, f"{type(exc).__name__}: {exc}", str(text))
             _, i, result = message
             collect(i, result, slots[rank])
             busy[rank] -= 1
