@@ -189,13 +189,15 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     rank = 0 if world is None else world[1]
     line = Progress("blest closeness", enabled=rank == 0)
     plain = rank == 0 and not _stderr_is_terminal() and sys.stderr is not None
-    where = {"gpus": gpus, "progress": _Eta(line, plain)}
+    eta = _Eta(line, plain)
     t0 = time.perf_counter()
     try:
         if args.harmonic:
-            scores = bc.harmonic(target, sources, **where)
+            scores = bc.harmonic(target, sources, gpus=gpus, progress=eta)
         else:
-            scores = bc.closeness(target, sources, wf_improved=args.wf_improved, **where)
+            scores = bc.closeness(
+                target, sources, wf_improved=args.wf_improved, gpus=gpus, progress=eta
+            )
     finally:
         line.clear()
     if rank != 0:
@@ -203,8 +205,8 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     if sources is not None:
         ids = sources
     else:  # the input's own id of every vertex (a config's from its artifact)
-        ids = bc.graph_of(target).labels if config else target.labels
-        ids = np.arange(scores.size) if ids is None else ids
+        labels = bc.graph_of(target).labels if config else target.labels
+        ids = np.arange(scores.size) if labels is None else labels
     name = "harmonic" if args.harmonic else "closeness"
     _write(args.out, scores, ids, name)
     if args.out != "-":
