@@ -43,9 +43,10 @@ def _modules() -> list[tuple[str, Path]]:
     return out
 
 
-def _imports(path: Path, module: str) -> set[str]:
+def _imports(path: Path, module: str, submodules: bool = False) -> set[str]:
     """Every blest module ``path`` imports, at module level or inside functions (not those
-    under ``if TYPE_CHECKING:``, which only a type checker reads)."""
+    under ``if TYPE_CHECKING:``, which only a type checker reads). ``submodules``: ``from
+    package import submodule`` counts as the submodule only (what runs), else as both."""
     tree = ast.parse(path.read_text(), str(path))
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     typing_only = {
@@ -67,8 +68,12 @@ def _imports(path: Path, module: str) -> set[str]:
                 name = ".".join(base + ([node.module] if node.module else []))
             else:
                 name = node.module or ""
-            found.add(name)
-            found |= {f"{name}.{a.name}" for a in node.names}
+            names = {f"{name}.{a.name}" for a in node.names}
+            if not submodules:
+                found |= names | {name}
+                continue
+            subs = {n for n in names if _is_module(n)}
+            found |= subs | ({name} if len(subs) < len(names) else set())
     return {n for n in found if n == "blest" or n.startswith("blest.")}
 
 
@@ -270,40 +275,12 @@ def test_one_meaning_per_module_name():
         assert len(set(parts)) == len(parts), f"{name}: twice in one part: {modules}"
 
 
-def _runtime_imports(path: Path, module: str) -> set[str]:
-    """The blest modules ``path`` imports when it runs, at module level or inside functions:
-    ``from package import submodule`` counts as the submodule only, and imports under ``if
-    TYPE_CHECKING:`` do not count."""
-    tree = ast.parse(path.read_text(), str(path))
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    skip = {
-        id(n)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for n in ast.walk(node)
-    }
-    found = set()
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                name = ".".join(base + ([node.module] if node.module else []))
-            else:
-                name = node.module or ""
-            subs = {f"{name}.{a.name}" for a in node.names if _is_module(f"{name}.{a.name}")}
-            found |= subs or {name}
-            found |= {name} if len(subs) < len(node.names) else set()
-    return {n for n in found if (n == "blest" or n.startswith("blest.")) and _is_module(n)}
-
-
 def test_the_import_graph_is_a_dag():
     """No module imports, even lazily, one that imports it back (through any chain)."""
-    graph = {m: _runtime_imports(p, m) - {m} for m, p in _modules()}
+    graph = {
+        m: {n for n in _imports(p, m, submodules=True) if _is_module(n)} - {m}
+        for m, p in _modules()
+    }
     state: dict[str, int] = {}
     cycles: list[list[str]] = []
 

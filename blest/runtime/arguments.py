@@ -32,6 +32,7 @@ __all__ = [
     "check_rule",
     "seeds",
     "depth_limit",
+    "check_out",
     "check_host_out",
 ]
 
@@ -135,6 +136,19 @@ def depth_limit(limit: Any) -> int:
     if value != limit or value < 0:
         raise ArgumentError(f"depth_limit must be an integer >= 0, got {limit!r}")
     return value
+
+
+def check_out(out: Any, n: int, cp: Any) -> None:
+    """Refuse an ``out`` that no GPU call can fill: None, "device", "view", an int32 CuPy array
+    (module ``cp``) of length n, or a writeable int32 NumPy array of length n."""
+    if isinstance(out, str):
+        if out not in ("device", "view"):
+            raise ArgumentError(f"out must be None, 'device', 'view' or an array, got {out!r}")
+    elif isinstance(out, cp.ndarray):
+        if out.dtype != np.int32 or out.shape != (n,):
+            raise ArgumentError(f"out must be an int32 array of shape ({n},)")
+    elif out is not None:
+        check_host_out(out, n)
 
 
 def check_host_out(out: Any, n: int) -> None:

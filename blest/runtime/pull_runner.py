@@ -251,14 +251,7 @@ class PullRunner:
     # ------------------------------------------------------------------ results
     def check_out(self, out: Any) -> None:
         """Refuse an ``out`` that no call can fill (as :meth:`blest.Engine.bfs`)."""
-        if isinstance(out, str):
-            if out not in ("device", "view"):
-                raise ArgumentError(f"out must be None, 'device', 'view' or an array, got {out!r}")
-        elif isinstance(out, self.cp.ndarray):
-            if out.dtype != np.int32 or out.shape != (self.n,):
-                raise ArgumentError(f"out must be an int32 array of shape ({self.n},)")
-        elif out is not None:
-            arguments.check_host_out(out, self.n)
+        arguments.check_out(out, self.n, self.cp)
 
     def _staged(self, out: Any) -> bool:
         """Whether the levels reach ``out`` through the pinned buffer (None, pageable NumPy)."""

@@ -29,7 +29,7 @@ from blest.codegen.render import program
 from blest.codegen.spec import VariantSpec
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.prepared import Prepared
-from blest.runtime.arguments import CallRules, check_host_out
+from blest.runtime.arguments import CallRules, check_out
 from blest.runtime.device import (
     device_in_csr,
     device_smem_limit,
@@ -290,14 +290,7 @@ class Traversal:
     # ------------------------------------------------------------------ results
     def check_out(self, out: Any) -> None:
         """Refuse an ``out`` that no call can fill (see ``Engine.bfs``)."""
-        if isinstance(out, str):
-            if out not in ("device", "view"):
-                raise ArgumentError(f"out must be None, 'device', 'view' or an array, got {out!r}")
-        elif isinstance(out, self.cp.ndarray):
-            if out.dtype != np.int32 or out.shape != (self.n,):
-                raise ArgumentError(f"out must be an int32 array of shape ({self.n},)")
-        elif out is not None:
-            check_host_out(out, self.n)
+        check_out(out, self.n, self.cp)
 
     def levels(self) -> Any:
         """The device array that holds the last call's levels in the user's ids."""
