@@ -63,3 +63,5 @@ MIN_COMPUTE_CAPABILITY = 80
 CLUSTER_COMPUTE_CAPABILITY = 90
 #: Threads per block of an engine unless told or tuned otherwise.
 DEFAULT_BLOCK_SIZE = 256
+#: The workloads ``blest-tune --workload`` knows; :mod:`blest.tuning.workloads` registers each.
+WORKLOAD_NAMES: tuple[str, ...] = ("bfs", "closeness", "betweenness")

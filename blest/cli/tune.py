@@ -18,7 +18,7 @@ from blest.cli.common import (
     seconds,
 )
 from blest.cli.graphs import GRAPH_HELP, graph_flags, load
-from blest.defaults import SIGMAS
+from blest.defaults import SIGMAS, WORKLOAD_NAMES
 from blest.errors import ArgumentError
 
 TUNE_EXAMPLES = """examples:
@@ -64,35 +64,26 @@ def _check_orderings(names: list[str] | None) -> None:
 
 
 def _tune_and_write(args: argparse.Namespace, config: Path, base: Path, progress: Progress):
-    from blest.tuning.tuner import tune, write_tuned
+    from blest.tuning.tuner import write_tuned
 
     progress(f"loading {args.graph}")
     t0 = time.perf_counter()
     graph = load(args.graph, args)
     load_s = time.perf_counter() - t0
     source = args.graph if args.graph == "-" else str(Path(args.graph).resolve())
-    if args.workload == "closeness":
-        from blest.tuning.ms_tuner import tune_closeness
+    from blest.tuning.workloads import tune_workload
 
-        outcome = tune_closeness(graph, source=source, budget_s=args.budget, sigmas=args.sigma,
-                                 orderings=args.ordering, progress=progress)  # fmt: skip
-    elif args.workload == "betweenness":
-        from blest.tuning.bc_search import tune_betweenness
-
-        outcome = tune_betweenness(graph, source=source, budget_s=args.budget,
-                                   sigmas=args.sigma, orderings=args.ordering,
-                                   progress=progress)  # fmt: skip
-    else:
-        outcome = tune(
-            graph,
-            source=source,
-            budget_s=args.budget,
-            n_sources=args.sources,
-            sigmas=args.sigma,
-            orderings=args.ordering,
-            progress=progress,
-            compile_check=args.compile_check,
-        )
+    outcome = tune_workload(
+        args.workload,
+        graph,
+        source=source,
+        budget_s=args.budget,
+        sigmas=args.sigma,
+        orderings=args.ordering,
+        progress=progress,
+        n_sources=args.sources,
+        compile_check=args.compile_check,
+    )
     outcome.config.preparation.load_seconds = load_s
     if graph.labels is not None:
         outcome.config.notes.append(
@@ -178,7 +169,7 @@ def build_tune_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--workload",
-        choices=("bfs", "closeness", "betweenness"),
+        choices=WORKLOAD_NAMES,
         default="bfs",
         help="what to tune for: single-source BFS (default), many sources at once (the "
         "multi-source kernels of closeness, harmonic centrality and bfs_many), or the "

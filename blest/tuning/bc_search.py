@@ -233,8 +233,13 @@ def _tune_gpu(graph, source, budget_s, orderings, progress) -> Any:
     from blest.runtime.engine import Engine
     from blest.tuning.config import GPUInfo, TunedConfig
     from blest.tuning.paper import paper_spec
-    from blest.tuning.prepare import default_ordering, prepare_with_fallback
-    from blest.tuning.tuner import TuneOutcome, _graph_info, _preparation_info
+    from blest.tuning.prepare import (
+        default_ordering,
+        graph_info,
+        preparation_info,
+        prepare_with_fallback,
+    )
+    from blest.tuning.tuner import TuneOutcome
 
     _device, arch, gpu_name = require_gpu()
     default = default_ordering(graph)
@@ -257,8 +262,8 @@ def _tune_gpu(graph, source, budget_s, orderings, progress) -> Any:
     }
     u8 = u_div(prepared.bvss)
     cfg = TunedConfig(
-        graph=_graph_info(graph, source),
-        preparation=_preparation_info(
+        graph=graph_info(graph, source),
+        preparation=preparation_info(
             prep, DEFAULT_SIGMA, u8, default, {prep.ordering: prep.seconds}
         ),
         artifact="",

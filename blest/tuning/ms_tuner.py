@@ -58,8 +58,13 @@ def _tune_gpu(graph, source, budget_s, sigmas, orderings, progress) -> Any:
     from blest.codegen.toolchain import require_gpu
     from blest.runtime.engine import Engine
     from blest.tuning.config import GPUInfo, TunedConfig
-    from blest.tuning.prepare import default_ordering, prepare_with_fallback
-    from blest.tuning.tuner import TuneOutcome, _graph_info, _preparation_info
+    from blest.tuning.prepare import (
+        default_ordering,
+        graph_info,
+        preparation_info,
+        prepare_with_fallback,
+    )
+    from blest.tuning.tuner import TuneOutcome
 
     _device, arch, gpu_name = require_gpu()
     default = default_ordering(graph)
@@ -92,8 +97,8 @@ def _tune_gpu(graph, source, budget_s, sigmas, orderings, progress) -> Any:
         "dense_candidates": [t.to_dict() for t in pick.dense_table or []],
     }
     cfg = TunedConfig(
-        graph=_graph_info(graph, source),
-        preparation=_preparation_info(
+        graph=graph_info(graph, source),
+        preparation=preparation_info(
             prep, c.spec.sigma, u8, default, {prep.ordering: prep.seconds}
         ),
         artifact="",

@@ -23,14 +23,17 @@ from blest.graph.core import Graph
 from blest.graph.ordering import ORDERINGS, Permutation, permute_graph
 from blest.graph.prepared import Prepared
 from blest.runtime.device_ordering import device_ordering
+from blest.tuning.config import GraphInfo, PreparationInfo
 
 __all__ = [
     "OrderingUnavailable",
     "available_orderings",
     "default_ordering",
+    "graph_info",
     "ordering_kwargs",
     "Preparation",
     "prepare",
+    "preparation_info",
     "prepare_with_fallback",
     "upload_all",
 ]
@@ -201,3 +204,37 @@ def upload_all(
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+
+
+def graph_info(graph: Graph, source: str | None) -> GraphInfo:
+    """The config's record of the cleaned graph (every workload's tuner writes one)."""
+    return GraphInfo(
+        hash=graph.content_hash(),
+        n=graph.n,
+        arcs=graph.nnz,
+        directed=graph.directed,
+        isolated=graph.isolated,
+        source=source,
+        self_loops_dropped=graph.report.self_loops,
+        duplicates_dropped=graph.report.duplicates,
+    )
+
+
+def preparation_info(
+    prep: Preparation, sigma: int, u_div8: float, default: str, all_seconds: dict[str, Any]
+) -> PreparationInfo:
+    """The config's record of the preparation at ``sigma`` (every workload's tuner writes one)."""
+    st = prep.host_bvss(sigma).stats()
+    return PreparationInfo(
+        ordering=prep.ordering,
+        W=prep.params.get("W"),
+        sigma=sigma,
+        default_ordering=default,
+        u_div_sigma8=u_div8,
+        u_div=st.u_div,
+        compression_ratio=st.compression_ratio,
+        n_vss=st.n_vss,
+        real_slices=st.real_slices,
+        bvss_bytes=st.gpu_bytes,
+        seconds=all_seconds,
+    )

@@ -35,13 +35,15 @@ from blest.graph.core import Graph
 from blest.graph.hops import TWO_HOP_RATIO, two_hop_arcs_bound
 from blest.graph.prepared import Prepared
 from blest.runtime.engine_protocol import Geometry
-from blest.tuning.config import GPUInfo, GraphInfo, PreparationInfo, TunedConfig
+from blest.tuning.config import GPUInfo, TunedConfig
 from blest.tuning.paper import paper_spec, three_run_rule
 from blest.tuning.prepare import (
     OrderingUnavailable,
     Preparation,
     available_orderings,
     default_ordering,
+    graph_info,
+    preparation_info,
     prepare,
     prepare_with_fallback,
     upload_all,
@@ -60,7 +62,14 @@ from blest.tuning.space import (
 )
 from blest.tuning.timing import timing_sources
 
-__all__ = ["TuneOutcome", "split_sources", "tune", "write_tuned", "HELD_OUT", "TUNING_SOURCES"]
+__all__ = [
+    "TuneOutcome",
+    "split_sources",
+    "tune",
+    "write_tuned",
+    "HELD_OUT",
+    "TUNING_SOURCES",
+]
 
 TUNING_SOURCES = 8
 CONFIRM_SOURCES = 16
@@ -108,38 +117,6 @@ def confirmation_sources(graph: Graph, taken: np.ndarray, n: int = CONFIRM_SOURC
     """A seeded draw of ``n`` vertices with out-degree > 0 outside ``taken`` (the tuning and
     held-out sources); empty when none are left (the search then skips confirmation)."""
     return _draw_active(graph, taken, n, SOURCE_SEED + 2)
-
-
-def _graph_info(graph: Graph, source: str | None) -> GraphInfo:
-    return GraphInfo(
-        hash=graph.content_hash(),
-        n=graph.n,
-        arcs=graph.nnz,
-        directed=graph.directed,
-        isolated=graph.isolated,
-        source=source,
-        self_loops_dropped=graph.report.self_loops,
-        duplicates_dropped=graph.report.duplicates,
-    )
-
-
-def _preparation_info(
-    prep: Preparation, sigma: int, u_div8: float, default: str, all_seconds: dict[str, Any]
-) -> PreparationInfo:
-    st = prep.host_bvss(sigma).stats()
-    return PreparationInfo(
-        ordering=prep.ordering,
-        W=prep.params.get("W"),
-        sigma=sigma,
-        default_ordering=default,
-        u_div_sigma8=u_div8,
-        u_div=st.u_div,
-        compression_ratio=st.compression_ratio,
-        n_vss=st.n_vss,
-        real_slices=st.real_slices,
-        bvss_bytes=st.gpu_bytes,
-        seconds=all_seconds,
-    )
 
 
 # ---------------------------------------------------------------------- entry point
@@ -215,8 +192,8 @@ def _paper_rules(
     else:
         notes.append("no kernel compiled (nothing can run them here)")
     cfg = TunedConfig(
-        graph=_graph_info(graph, source),
-        preparation=_preparation_info(prep, sigma, u8, default, {prep.ordering: prep.seconds}),
+        graph=graph_info(graph, source),
+        preparation=preparation_info(prep, sigma, u8, default, {prep.ordering: prep.seconds}),
         artifact="",
         artifact_sha256="",
         spec=spec,
@@ -394,8 +371,8 @@ def _tune_gpu(
         }
         seconds = {name: p.seconds for name, p in preps.items()}
         cfg = TunedConfig(
-            graph=_graph_info(graph, source),
-            preparation=_preparation_info(prep, c.spec.sigma, u8, default, seconds),
+            graph=graph_info(graph, source),
+            preparation=preparation_info(prep, c.spec.sigma, u8, default, seconds),
             artifact="",
             artifact_sha256="",
             spec=c.spec,
