@@ -176,8 +176,13 @@ def test_blest_bad_graphs_and_configs(files, capsys):
     lone = d / "lone.txt"  # vertex 5 occurs; 3 does not (after --relabel)
     lone.write_text("5 7\n7 9\n")
     cases.append((["bfs", str(lone), "3", "--relabel"], "vertex 3 does not occur"))
+    huge = d / "huge.txt"  # an id past what blest represents: the message names the flag
+    huge.write_text("0 1\n1 4000000000\n")
+    cases.append((["bfs", str(huge), "0"], "huge.txt:2: vertex id 4000000000 needs"))
     for argv, match in cases:
         _fails(capsys, main, argv, d, match)
+    assert "(pass --relabel " in _fails(capsys, main, ["bfs", str(huge), "0"], d)
+    assert "relabel=True" not in _fails(capsys, main, ["closeness", str(huge)], d)
 
 
 def test_plot_without_matplotlib_names_the_extra(files, capsys, no_work, monkeypatch):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from blest.errors import ArgumentError, GraphFormatError, VertexError
+from blest.errors import ArgumentError, GraphFormatError, GraphLimitError, VertexError
 from blest.graph.core import Graph
 from blest.graph.io import ENV_MAX_BYTES, FORMATS
 from blest.tuning.storage import write_error
@@ -130,6 +130,11 @@ def _stdin_file() -> Iterator[Path]:
         yield path
 
 
+def _in_flags(message: str) -> str:
+    """A loader's message with the API's ``relabel=True`` spelled as the command's flag."""
+    return message.replace("relabel=True", "--relabel")
+
+
 def load(path: str, args: argparse.Namespace) -> Graph:
     """Load ``path`` (``-``: standard input) with the command's graph flags."""
     from blest.graph.io import load_graph
@@ -142,12 +147,17 @@ def load(path: str, args: argparse.Namespace) -> Graph:
         one_based=bool(getattr(args, "one_based", False)),
     )
     if path != "-":
-        return read(path)
+        try:
+            return read(path)
+        except GraphLimitError as exc:
+            raise GraphLimitError(_in_flags(str(exc))) from None
     with _stdin_file() as spooled:
         try:
             graph = read(spooled)
         except GraphFormatError as exc:  # name standard input, not the spooled copy
             raise GraphFormatError(exc.reason, path="<stdin>", line=exc.line) from None
+        except GraphLimitError as exc:
+            raise GraphLimitError(_in_flags(str(exc).replace(str(spooled), "<stdin>"))) from None
     return dataclasses.replace(graph, report=dataclasses.replace(graph.report, source="-"))
 
 
