@@ -20,8 +20,11 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.bcspec import BC_KAPPAS, BCSpec
+from blest.defaults import DEFAULT_SIGMA
 from blest.graph.core import Graph
 from blest.tuning.ms_search import sample_sources
+from blest.tuning.section_tuner import SectionPick, Start, tune_section
+from blest.tuning.tuner import TuneOutcome
 
 __all__ = [
     "BCCandidate",
@@ -206,74 +209,20 @@ def tune_betweenness(
     sigmas: Sequence[int],
     orderings: Sequence[str] | None,
     progress: Callable[[str], None],
-) -> Any:
+) -> TuneOutcome:
     """A :class:`~blest.tuning.tuner.TuneOutcome` for the betweenness workload: the graph
     prepared as for closeness, the single-source variant by the paper's rules, and the
     ``betweenness`` section from :func:`search_betweenness` (without a GPU: none, and
     engines take the default at run time)."""
-    from blest.codegen.toolchain import have_gpu
-    from blest.tuning import tuner
 
-    if not have_gpu():
-        outcome = tuner.tune(graph, source=source, use_gpu=False, sigmas=sigmas,
-                             orderings=orderings, progress=progress)  # fmt: skip
-        outcome.config.notes.append(
-            "no GPU: the betweenness variant is chosen when an engine first needs it"
+    def search(start: Start, budget: float) -> SectionPick:
+        best, table = search_betweenness(graph, start.depth, budget, progress=progress)
+        return SectionPick(
+            sigma=DEFAULT_SIGMA,
+            section={"betweenness": best.candidate.to_dict()},
+            tables={"bc_candidates": [t.to_dict() for t in table]},
         )
-        return outcome
-    return _tune_gpu(graph, source, budget_s, orderings, progress)
 
-
-def _tune_gpu(graph, source, budget_s, orderings, progress) -> Any:
-    import cupy
-
-    from blest.codegen.toolchain import require_gpu
-    from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA
-    from blest.graph.bvss import u_div
-    from blest.runtime.engine import Engine
-    from blest.tuning.config import GPUInfo, TunedConfig
-    from blest.tuning.paper import paper_spec
-    from blest.tuning.prepare import (
-        default_ordering,
-        graph_info,
-        preparation_info,
-        prepare_with_fallback,
-    )
-    from blest.tuning.tuner import TuneOutcome
-
-    _device, arch, gpu_name = require_gpu()
-    default = default_ordering(graph)
-    wanted = orderings[0] if orderings else default
-    progress(f"ordering: {wanted}")
-    prep, notes = prepare_with_fallback(graph, wanted, DEFAULT_SIGMA)
-    prepared = prep.prepared(DEFAULT_SIGMA, xp=cupy)
-    with Engine(prepared) as eng:  # the depth decides which form goes first
-        eng.bfs(int(graph.out_degree.argmax()), out="device")
-        depth = eng.stats.depth
-    t0 = time.perf_counter()
-    best, table = search_betweenness(graph, depth, budget_s, progress=progress)
-    timing = {
-        "workload": "betweenness",
-        "statistic": "seconds per source of one warm run over the sample",
-        "budget_s": budget_s,
-        "elapsed_s": time.perf_counter() - t0,
-        "depth": depth,
-        "bc_candidates": [t.to_dict() for t in table],
-    }
-    u8 = u_div(prepared.bvss)
-    cfg = TunedConfig(
-        graph=graph_info(graph, source),
-        preparation=preparation_info(
-            prep, DEFAULT_SIGMA, u8, default, {prep.ordering: prep.seconds}
-        ),
-        artifact="",
-        artifact_sha256="",
-        spec=paper_spec(u8, switching=True),
-        eta=DEFAULT_ETA,
-        gpu=GPUInfo(gpu_name, f"{arch[3:-1]}.{arch[-1]}", arch),
-        tuned=True,
-        notes=notes + ["single-source variant by the paper's rules (workload betweenness)"],
-        timing=timing,
-        betweenness=best.candidate.to_dict(),
-    )
-    return TuneOutcome(cfg, prep.prepared(DEFAULT_SIGMA))
+    return tune_section(graph, workload="betweenness", variant="betweenness", search=search,
+                        source=source, budget_s=budget_s, sigmas=sigmas, orderings=orderings,
+                        progress=progress)  # fmt: skip

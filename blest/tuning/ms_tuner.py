@@ -11,17 +11,13 @@ multi-source variant at run time (and say so).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from typing import Any
 
-from blest.defaults import DEFAULT_ETA, DEFAULT_SIGMA
-from blest.graph.bvss import u_div
+from blest.defaults import DEFAULT_SIGMA
 from blest.graph.core import Graph
-from blest.graph.prepared import Prepared
 from blest.tuning.ms_search import search_every_vertex
-from blest.tuning.paper import paper_spec
+from blest.tuning.section_tuner import SectionPick, Start, tune_section
+from blest.tuning.tuner import TuneOutcome
 
 __all__ = ["tune_closeness", "MS_SIGMAS"]
 
@@ -37,78 +33,21 @@ def tune_closeness(
     sigmas: Sequence[int],
     orderings: Sequence[str] | None,
     progress: Callable[[str], None],
-) -> Any:
+) -> TuneOutcome:
     """A :class:`~blest.tuning.tuner.TuneOutcome` for the closeness workload."""
-    from blest.runtime.factory import resolve_device
-    from blest.tuning import tuner
-
-    if resolve_device(None) == "cpu":  # where an engine would run (runtime.factory's policy)
-        outcome = tuner.tune(graph, source=source, use_gpu=False, sigmas=sigmas,
-                             orderings=orderings, progress=progress)  # fmt: skip
-        outcome.config.notes.append(
-            "no GPU: the multi-source variant is chosen when an engine first needs it"
-        )
-        return outcome
-    return _tune_gpu(graph, source, budget_s, sigmas, orderings, progress)
-
-
-def _tune_gpu(graph, source, budget_s, sigmas, orderings, progress) -> Any:
-    import cupy
-
-    from blest.codegen.toolchain import require_gpu
-    from blest.runtime.engine import Engine
-    from blest.tuning.config import GPUInfo, TunedConfig
-    from blest.tuning.prepare import (
-        default_ordering,
-        graph_info,
-        preparation_info,
-        prepare_with_fallback,
-    )
-    from blest.tuning.tuner import TuneOutcome
-
-    _device, arch, gpu_name = require_gpu()
-    default = default_ordering(graph)
-    wanted = orderings[0] if orderings else default
-    progress(f"ordering: {wanted}")
-    prep, notes = prepare_with_fallback(graph, wanted, DEFAULT_SIGMA)
-    cache: dict[int, Prepared] = {}
-
-    def prepared(sigma: int) -> Prepared:
-        if sigma not in cache:
-            cache[sigma] = prep.prepared(sigma, xp=cupy)
-        return cache[sigma]
-
-    with Engine(prepared(DEFAULT_SIGMA)) as eng:  # the depth decides which form goes first
-        eng.bfs(int(graph.out_degree.argmax()), out="device")
-        depth = eng.stats.depth
     allowed = [s for s in MS_SIGMAS if s in sigmas] or [DEFAULT_SIGMA]
-    t0 = time.perf_counter()
-    pick = search_every_vertex(prepared, allowed, depth, budget_s, progress=progress)
-    c = pick.best.candidate
-    u8 = u_div(prepared(DEFAULT_SIGMA).bvss)
-    spec = replace(paper_spec(u8, switching=True), sigma=c.spec.sigma)
-    timing = {
-        "workload": "closeness",
-        "statistic": "seconds per source of one warm run over the sample",
-        "budget_s": budget_s,
-        "elapsed_s": time.perf_counter() - t0,
-        "depth": depth,
-        "ms_candidates": [t.to_dict() for t in pick.table],
-        "dense_candidates": [t.to_dict() for t in pick.dense_table or []],
-    }
-    cfg = TunedConfig(
-        graph=graph_info(graph, source),
-        preparation=preparation_info(
-            prep, c.spec.sigma, u8, default, {prep.ordering: prep.seconds}
-        ),
-        artifact="",
-        artifact_sha256="",
-        spec=spec,
-        eta=DEFAULT_ETA,
-        gpu=GPUInfo(gpu_name, f"{arch[3:-1]}.{arch[-1]}", arch),
-        tuned=True,
-        notes=notes + ["single-source variant by the paper's rules (workload closeness)"],
-        timing=timing,
-        multi_source=pick.multi_source(),
-    )
-    return TuneOutcome(cfg, prep.prepared(c.spec.sigma))
+
+    def search(start: Start, budget: float) -> SectionPick:
+        pick = search_every_vertex(start.prepared, allowed, start.depth, budget, progress=progress)
+        return SectionPick(
+            sigma=pick.best.candidate.spec.sigma,
+            section={"multi_source": pick.multi_source()},
+            tables={
+                "ms_candidates": [t.to_dict() for t in pick.table],
+                "dense_candidates": [t.to_dict() for t in pick.dense_table or []],
+            },
+        )
+
+    return tune_section(graph, workload="closeness", variant="multi-source", search=search,
+                        source=source, budget_s=budget_s, sigmas=sigmas, orderings=orderings,
+                        progress=progress)  # fmt: skip
