@@ -84,6 +84,51 @@ def test_errors_are_one_line_and_write_nothing(graph_file, tmp_path, capsys, ext
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+def test_no_output_over_its_input(tmp_path, capsys):
+    path = tmp_path / "g.txt"
+    path.write_text("0 1\n1 2\n2 0\n")
+    before = path.read_bytes()
+    assert main(["betweenness", str(path), "-o", str(path)]) == 2
+    assert "g.txt" in capsys.readouterr().err
+    assert path.read_bytes() == before
+
+
+def test_scores_name_the_inputs_own_ids(tmp_path, rng):
+    """A graph read with --relabel: the vertex and edge rows carry the file's own ids, as
+    ``blest closeness`` does; a config keeps its own graph flags."""
+    n = 60
+    ids = np.sort(rng.choice(10**9, n, replace=False))
+    arcs = rng.integers(0, n, (240, 2))
+    path = tmp_path / "sparse.txt"
+    path.write_text("".join(f"{ids[u]} {ids[v]}\n" for u, v in arcs))
+    g = blest.load_graph(path, relabel=True)
+    np.testing.assert_array_equal(g.labels, np.unique(ids[arcs]))
+    assert main(["betweenness", str(path), "--relabel", "-o", str(tmp_path / "b.csv")]) == 0
+    rows = np.loadtxt(tmp_path / "b.csv", delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(rows[:, 0], g.labels)
+    assert rows[:, 1].tobytes() == blest.betweenness(g).tobytes()
+    out = tmp_path / "e.csv"
+    assert main(["betweenness", str(path), "--relabel", "--edges", "-o", str(out)]) == 0
+    edges, scores = blest.edge_betweenness(g)
+    got = np.loadtxt(out, delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(got[:, :2], g.labels[edges])
+    assert got[:, 2].tobytes() == scores.tobytes()
+
+
+def test_graph_flags_on_a_config_are_refused(tmp_path, capsys):
+    from blest.cli import tune_main
+
+    path = tmp_path / "g.mtx"
+    write_mtx(grid2d(6, 6), path)
+    cfg = tmp_path / "g.blest.json"
+    assert tune_main([str(path), "-o", str(cfg), "-q", "--ordering", "natural"]) == 0
+    capsys.readouterr()
+    assert main(["betweenness", str(cfg), "--relabel", "-o", str(tmp_path / "b.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "--relabel cannot be combined with a tuned config" in err
+    assert not (tmp_path / "b.npy").exists()
+
+
 def test_progress_lines_off_a_terminal(graph_file, tmp_path, capsys, monkeypatch):
     _, path = graph_file
     monkeypatch.setattr(cli_bc, "PLAIN_EVERY", 0.0)

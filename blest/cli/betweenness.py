@@ -9,18 +9,26 @@ end, so Ctrl-C leaves no output file behind (exit status 130).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from typing import IO
 
 import numpy as np
 
-from blest.cli.closeness import _Eta, _gpus, _write
-from blest.cli.common import Progress, is_config, positive_int
-from blest.cli.graphs import graph_flags, load
+from blest.cli.common import positive_int, say
+from blest.cli.graphs import graph_flags
 from blest.cli.outputs import check_levels_output
+from blest.cli.scores import (
+    Eta,
+    check_target,
+    labels_of,
+    load_target,
+    own_ids,
+    parse_gpus,
+    status,
+    vertex_scores,
+    write_scores,
+)
 from blest.errors import ArgumentError
-from blest.tuning.storage import atomic_write
 
 __all__ = ["PLAIN_EVERY", "betweenness_parser"]
 
@@ -81,27 +89,8 @@ def betweenness_parser(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=_cmd_betweenness)
 
 
-class _Status:
-    """Progress on a terminal (one status line), else a plain line every PLAIN_EVERY s."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.tty = Progress("blest betweenness", enabled=enabled)
-        self.plain = enabled and not sys.stderr.isatty()
-        self.last = time.monotonic()
-
-    def __call__(self, message: str) -> None:
-        self.tty(message)
-        if self.plain and time.monotonic() - self.last >= PLAIN_EVERY:
-            self.last = time.monotonic()
-            print(f"blest betweenness: {message}", file=sys.stderr, flush=True)
-
-    def clear(self) -> None:
-        self.tty.clear()
-
-
 def _check_out(path: str, edges: bool) -> None:
-    fmt = check_levels_output(path)  # before any work
-    if edges and fmt == "npy":
+    if edges and check_levels_output(path) == "npy":
         raise ArgumentError(f"--edges writes .csv or .txt rows (u,v,score), not {path}")
 
 
@@ -110,28 +99,26 @@ def _write_edges(path: str, pairs: np.ndarray, scores: np.ndarray) -> None:
         rows = (f"{u},{v},{s!r}" for (u, v), s in zip(pairs.tolist(), scores.tolist(), strict=True))
         f.write(("u,v,betweenness\n" + "\n".join(rows) + "\n").encode())
 
-    if path == "-":
-        write(sys.stdout.buffer)
-        sys.stdout.buffer.flush()
-    else:
-        atomic_write(path, write)
+    write_scores(path, write)
 
 
 def _cmd_betweenness(args: argparse.Namespace) -> int:
     import blest.brandes as bb
     from blest.runtime.distributed import mpi_world
 
+    config = check_target(args)  # before any work
     _check_out(args.out, args.edges)
     if args.seed is not None and args.k is None:
         raise ArgumentError("--seed only applies with -k")
     if args.edges and args.endpoints:
         raise ArgumentError("--endpoints does not apply to --edges")
-    gpus = _gpus(args.gpus)
-    target = args.target if is_config(args.target) else load(args.target, args)
+    gpus = parse_gpus(args.gpus)
+    target = load_target(args, config)
     world = mpi_world()
     rank = 0 if world is None else world[1]
-    line = _Status(enabled=rank == 0)
-    where = {"k": args.k, "seed": args.seed, "gpus": gpus, "progress": _Eta(line)}
+    line, plain = status("blest betweenness", rank)
+    eta = Eta(line, plain, "blest betweenness", PLAIN_EVERY)
+    where = {"k": args.k, "seed": args.seed, "gpus": gpus, "progress": eta}
     t0 = time.perf_counter()
     try:
         if args.edges:
@@ -144,11 +131,12 @@ def _cmd_betweenness(args: argparse.Namespace) -> int:
         line.clear()
     if rank != 0:
         return 0
-    if args.edges:
-        _write_edges(args.out, pairs, scores)
+    if args.edges:  # in the input's own ids (increasing with the graph's: u < v holds)
+        labels = labels_of(target, config)
+        _write_edges(args.out, pairs if labels is None else labels[pairs], scores)
     else:
-        _write(args.out, scores, np.arange(scores.size), "betweenness")
+        vertex_scores(args.out, scores, own_ids(target, config, scores.size), "betweenness")
     if args.out != "-":
         what = f"{scores.size:,} edges" if args.edges else f"{scores.size:,} vertices"
-        print(f"betweenness of {what} in {time.perf_counter() - t0:.2f} s written to {args.out}")
+        say(f"betweenness of {what} in {time.perf_counter() - t0:.2f} s written to {args.out}")
     return 0

@@ -10,19 +10,23 @@ between kernel launches, a quarter second apart) leaves nothing.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO
 
 import numpy as np
 
-from blest.cli.common import Progress, is_config, say
-from blest.cli.graphs import check_sources_file, given_graph_flags, graph_flags, load
-from blest.cli.outputs import check_levels_output, check_outputs_apart
+from blest.cli.common import say
+from blest.cli.graphs import check_sources_file, graph_flags
+from blest.cli.scores import (
+    Eta,
+    check_target,
+    load_target,
+    own_ids,
+    parse_gpus,
+    status,
+    vertex_scores,
+)
 from blest.errors import ArgumentError
-from blest.tuning.storage import atomic_write, write_error
 
 __all__ = ["closeness_parser"]
 
@@ -90,106 +94,22 @@ def _sources(path: str | None) -> np.ndarray | None:
     return ids
 
 
-def _gpus(text: str | None) -> int | str | None:
-    if text is None or text == "all":
-        return text
-    try:
-        count = int(text)
-    except ValueError:
-        raise ArgumentError(f"--gpus must be 'all' or a count, got {text!r}") from None
-    if count < 1:
-        raise ArgumentError(f"--gpus must be at least 1, got {count}")
-    return count
-
-
-class _Eta:
-    """``progress(done, total)``: sources done, share and time left, as the status line on a
-    terminal and, when stderr is not one (a log, a pipe), as a plain line every
-    :data:`PLAIN_EVERY` seconds (none in a shorter run)."""
-
-    def __init__(
-        self, line: Callable[[str], None], plain: bool = False, prog: str = "blest closeness"
-    ) -> None:
-        self.line, self.plain, self.prog, self.start = line, plain, prog, time.monotonic()
-        self.printed = self.start
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        spent = now - self.start
-        left = spent / done * (total - done) if done else float("nan")
-        share = f"{done:,} / {total:,} sources ({100 * done / max(total, 1):.0f}%)"
-        self.line(f"{share}, {left:.1f} s left")
-        if self.plain and now - self.printed >= PLAIN_EVERY:
-            self.printed = now
-            rate = done / spent if spent > 0 else float("nan")
-            print(
-                f"{self.prog}: {share}, {rate:,.0f} sources/s, {_duration(left)} left",
-                file=sys.stderr,
-                flush=True,
-            )
-
-
 #: Seconds between two plain progress lines.
 PLAIN_EVERY = 10.0
-
-
-def _duration(seconds: float) -> str:
-    if not seconds == seconds:  # NaN: nothing done yet
-        return "unknown time"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def _stderr_is_terminal() -> bool:
-    try:
-        return sys.stderr is not None and sys.stderr.isatty()
-    except (ValueError, OSError):  # closed
-        return False
-
-
-def _write(path: str, scores: np.ndarray, ids: np.ndarray, name: str) -> None:
-    fmt = check_levels_output(path)
-
-    def write(f: IO[bytes]) -> None:
-        if fmt == "npy":
-            np.save(f, scores)
-        elif fmt == "txt":
-            f.write(("\n".join(map(repr, scores.tolist())) + "\n").encode())
-        else:
-            rows = (f"{v},{s!r}" for v, s in zip(ids.tolist(), scores.tolist(), strict=True))
-            f.write((f"vertex,{name}\n" + "\n".join(rows) + "\n").encode())
-
-    if path == "-":
-        try:
-            write(sys.stdout.buffer)
-            sys.stdout.buffer.flush()
-        except OSError as exc:  # a full disk, say: name what could not be written
-            raise write_error(exc, "standard output") from None
-    else:
-        atomic_write(path, write)
 
 
 def _cmd_closeness(args: argparse.Namespace) -> int:
     import blest.centrality as bc
     from blest.runtime.distributed import mpi_world
 
-    check_levels_output(args.out)  # before any work
-    check_outputs_apart({"--out": args.out}, target=args.target, sources=args.sources)
+    config = check_target(args, sources=args.sources)  # before any work
     sources = _sources(args.sources)
-    gpus = _gpus(args.gpus)
-    config = is_config(args.target)
-    if config and given_graph_flags(args):
-        flags = ", ".join(given_graph_flags(args))
-        raise ArgumentError(f"{flags} cannot be combined with a tuned config (it keeps its own)")
-    target = args.target if config else load(args.target, args)
+    gpus = parse_gpus(args.gpus)
+    target = load_target(args, config)
     world = mpi_world()
     rank = 0 if world is None else world[1]
-    line = Progress("blest closeness", enabled=rank == 0)
-    plain = rank == 0 and not _stderr_is_terminal() and sys.stderr is not None
-    eta = _Eta(line, plain)
+    line, plain = status("blest closeness", rank)
+    eta = Eta(line, plain, "blest closeness", PLAIN_EVERY)
     t0 = time.perf_counter()
     try:
         if args.harmonic:
@@ -202,13 +122,9 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
         line.clear()
     if rank != 0:
         return 0
-    if sources is not None:
-        ids = sources
-    else:  # the input's own id of every vertex (a config's from its artifact)
-        labels = bc.graph_of(target).labels if config else target.labels
-        ids = np.arange(scores.size) if labels is None else labels
+    ids = sources if sources is not None else own_ids(target, config, scores.size)
     name = "harmonic" if args.harmonic else "closeness"
-    _write(args.out, scores, ids, name)
+    vertex_scores(args.out, scores, ids, name)
     if args.out != "-":
         say(
             f"{name} of {scores.size:,} vertices in {time.perf_counter() - t0:.2f} s "
