@@ -184,6 +184,17 @@ def test_worker_exception_surfaces_in_parent():
     assert time.monotonic() - t0 < 30
 
 
+def test_a_failed_start_surfaces_as_it_is():
+    """Arguments that do not pickle fail the first start; that error reaches the caller (not
+    an error of stopping a process that never started)."""
+    import pickle
+
+    with pytest.raises((pickle.PicklingError, AttributeError, TypeError)) as info:
+        run_local_workers(failing_worker, 2, lambda: None)
+    assert not isinstance(info.value, AssertionError)
+    assert "pickle" in str(info.value)
+
+
 CTRL_C_SCRIPT = """
 import os, sys, time
 from blest.runtime.distributed import run_local_workers

@@ -20,7 +20,6 @@ import mmap
 import multiprocessing as mp
 import os
 import signal
-import time
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
@@ -42,7 +41,7 @@ from blest.reference.msbfs_cpu import (
     plan_groups,
 )
 from blest.runtime.arguments import Progress, host_memory_limit
-from blest.runtime.distributed import WorkerError
+from blest.runtime.distributed import WorkerError, stop_workers
 
 __all__ = ["JIT_ENV", "WORKERS_ENV", "bfs_many", "cpu_workers", "source_sums", "use_jit"]
 
@@ -241,7 +240,7 @@ def _run(
         _deal(count, collect, procs, conns, slots, in_flight)
         finished = True
     finally:
-        _stop(procs, finished)
+        stop_workers(procs, finished)
         for conn in conns:
             conn.close()
 
@@ -329,22 +328,3 @@ def _serve(conn: Any, task: Task, slot: Any) -> None:
             conn.send(("error", RuntimeError(str(exc)), traceback.format_exc()))
     finally:
         conn.close()
-
-
-def _stop(procs: list[Any], finished: bool, grace: float = 0.5) -> None:
-    """Wait for workers told to end (``finished``), else terminate them; kill those still
-    running ``grace`` seconds later."""
-    if finished:
-        deadline = time.monotonic() + grace
-        for p in procs:
-            p.join(max(0.0, deadline - time.monotonic()))
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    deadline = time.monotonic() + grace
-    for p in procs:
-        p.join(max(0.0, deadline - time.monotonic()))
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-            p.join()

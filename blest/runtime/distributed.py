@@ -62,6 +62,7 @@ __all__ = [
     "reduce_sums",
     "reduce_tree",
     "run_local_workers",
+    "stop_workers",
 ]
 
 #: The summation op of the communicators defined here (MPI communicators use ``MPI.SUM``).
@@ -278,8 +279,13 @@ def _worker_main(fn: Callable[..., Any], rank: int, size: int, conn: Any, args: 
         conn.close()
 
 
-def _stop(procs: list[Any], grace: float = 0.5) -> None:
-    """Terminate the workers still running; kill those still there ``grace`` seconds later."""
+def stop_workers(procs: list[Any], finished: bool = False, grace: float = 0.5) -> None:
+    """Wait up to ``grace`` seconds for workers told to end (``finished``), then terminate
+    those still running, and kill those still there ``grace`` seconds later."""
+    if finished:
+        deadline = time.monotonic() + grace
+        for p in procs:
+            p.join(max(0.0, deadline - time.monotonic()))
     for p in procs:
         if p.is_alive():
             p.terminate()
@@ -324,12 +330,12 @@ def run_local_workers(fn: Callable[..., Any], n_workers: int, *args: Any) -> Any
                 args=(fn, rank, size, child_end, args),
                 name=f"blest-worker-{rank}",
             )
+            p.start()  # a failure here (arguments that do not pickle) propagates as it is
             procs.append(p)
-            p.start()
             child_end.close()
         return _serve(conns, procs)
     finally:
-        _stop(procs)
+        stop_workers(procs)
         for c in conns:
             c.close()
 
