@@ -29,7 +29,7 @@ SIGMAS: tuple[int, ...] = (4, 8, 16, 32)
 #: The paper's slice width.
 DEFAULT_SIGMA = 8
 #: BFSs per multi-source batch the generator supports.
-KAPPAS: tuple[int, ...] = (32, 64, 128, 256)
+KAPPAS: tuple[int, ...] = (32, 64, 128, 256, 512)
 #: BFSs per batch of the multi-source queue form (visited bits of every vertex in shared memory).
 QUEUE_KAPPAS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 #: BFSs per batch of the multi-source kernel an engine runs when no config chose one, on graphs

@@ -12,8 +12,17 @@ from blest.errors import ArgumentError
 
 def test_variant_space_is_complete_and_named_uniquely():
     specs = list(ms_variants())
-    # sigma x (kappa x (grid and block with any expansion, smem with csr only) + queue kappa)
-    assert len(specs) == 4 * (4 * (2 * 3 + 1) + 6)
+    # sigma x (chunk-major kappa 32..256 x (grid and block with any expansion, smem with csr
+    # only) + vertex-major kappa 64..512 x grid and block with any expansion + queue kappa)
+    assert len(specs) == 4 * (4 * (2 * 3 + 1) + 4 * 2 * 3 + 6)
+    assert {s.kappa for s in ms_variants(layout="vertex")} == {64, 128, 256, 512}
+    assert {s.form for s in ms_variants(layout="vertex")} == {"grid", "block"}
+    with pytest.raises(ArgumentError, match="layout"):
+        MSSpec(8, 32, "grid", "mma", "vertex")
+    with pytest.raises(ArgumentError, match="layout"):
+        MSSpec(8, 64, "smem", "csr", "vertex")
+    with pytest.raises(ArgumentError, match="512"):
+        MSSpec(8, 512, "grid", "mma")
     assert len({s.name for s in specs}) == len(specs)
     assert {s.form for s in ms_variants(form="block")} == {"block"}
     with pytest.raises(ArgumentError):

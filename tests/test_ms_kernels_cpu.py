@@ -37,6 +37,9 @@ SPECS = [
     MSSpec(8, 1, "queue", "csr"),
     MSSpec(8, 4, "queue", "csr"),
     MSSpec(8, 32, "queue", "csr"),
+    MSSpec(8, 128, "grid", "shuffle", "vertex"),  # 128-bit pulls
+    MSSpec(16, 64, "block", "mma", "vertex"),
+    MSSpec(8, 128, "block", "csr", "vertex"),
 ]
 if os.environ.get("BLEST_CPU_KERNELS") == "all":
     SPECS = list(ms_variants(sigma=8))

@@ -3,7 +3,7 @@
 Axes (docs/variants.md):
 
 * ``sigma`` - slice width of the BVSS (4, 8, 16, 32), as for single-source BFS.
-* ``kappa`` - BFSs per batch (32, 64, 128, 256; the queue form 1, 2, 4, 8, 16, 32): every vertex
+* ``kappa`` - BFSs per batch (32 to 512; the queue form 1, 2, 4, 8, 16, 32): every vertex
   holds kappa/32 32-bit chunks of frontier, visited and next-frontier bits (the queue form:
   kappa visited bits).
 * ``form`` - ``grid``: one batch at a time over the whole (cooperative) grid, grid barriers
@@ -22,6 +22,10 @@ Axes (docs/variants.md):
   cores without the BVSS (one thread per frontier vertex and 32-BFS chunk walks the vertex's
   out-arcs and ORs its frontier word into each head: a thread, not a warp, per unit of work,
   for the sparse frontiers of deep graphs).
+* ``layout`` - where the kappa/32 chunks of a vertex's bitmap words live (grid and block forms):
+  ``chunk``, chunk-major (chunk j of every vertex together: a bottom-up pull reads one 32-byte
+  sector per in-arc and chunk); ``vertex``, vertex-major (a vertex's chunks side by side: the
+  pull reads them with 128-bit loads, one sector per in-arc for kappa <= 256).
 
 Both forms go top-down (as ``expand`` says) or bottom-up on CUDA cores, chosen per level by eta (a
 runtime argument), so switching is not an axis.
@@ -46,6 +50,7 @@ __all__ = [
     "queue_capacity",
     "shared_bytes",
     "MS_SPEC_FORMAT",
+    "is_ms_variant",
 ]
 
 MS_SPEC_FORMAT = 1
@@ -55,6 +60,7 @@ _CHOICES: dict[str, tuple] = {
     "kappa": tuple(sorted(set(KAPPAS) | set(QUEUE_KAPPAS))),
     "form": ("grid", "block", "smem", "queue"),
     "expand": ("mma", "shuffle", "csr"),
+    "layout": ("chunk", "vertex"),
 }
 
 
@@ -63,10 +69,22 @@ def _invalid(choice: dict[str, Any]) -> str | None:
     form, kappa, expand = choice["form"], choice["kappa"], choice["expand"]
     if form in ("smem", "queue") and expand != "csr":
         return f"MSSpec form {form!r} walks out-arcs: it needs expand='csr'"
+    if choice["layout"] == "vertex" and (form in ("smem", "queue") or kappa < 64):
+        return "MSSpec layout 'vertex' is for the grid and block forms with kappa >= 64"
+    if kappa == 512 and choice["layout"] != "vertex":
+        return "MSSpec kappa 512 needs layout='vertex' (chunk-major words cost a sector each)"
     kappas = QUEUE_KAPPAS if form == "queue" else KAPPAS
     if kappa not in kappas:
         return f"MSSpec form {form!r} runs kappa in {kappas}, got {kappa}"
     return None
+
+
+def is_ms_variant(sigma: int, kappa: int, form: str, expand: str, layout: str = "chunk") -> bool:
+    """Whether these axis values make a variant (:class:`MSSpec` refuses the others)."""
+    choice = {"sigma": sigma, "kappa": kappa, "form": form, "expand": expand, "layout": layout}
+    if any(v not in _CHOICES[k] for k, v in choice.items()):
+        return False
+    return _invalid(choice) is None
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,7 @@ class MSSpec(JsonSpec):
     kappa: int = DEFAULT_KAPPA
     form: str = "grid"
     expand: str = "mma"
+    layout: str = "chunk"
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -107,9 +126,11 @@ class MSSpec(JsonSpec):
 
     @property
     def name(self) -> str:
-        """A short identifier, e.g. ``ms_s8_k64_block`` (``_shfl``, ``_csr``: those expansions)."""
+        """A short identifier, e.g. ``ms_s8_k64_block`` (``_shfl``, ``_csr``: those expansions;
+        ``_vx``: the vertex-major layout)."""
         suffix = {"mma": "", "shuffle": "_shfl", "csr": "_csr"}[self.expand]
-        return f"ms_s{self.sigma}_k{self.kappa}_{self.form}{suffix}"
+        layout = "_vx" if self.layout == "vertex" else ""
+        return f"ms_s{self.sigma}_k{self.kappa}_{self.form}{suffix}{layout}"
 
 
 def ms_variants(**fixed: Any) -> Iterator[MSSpec]:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.densespec import DenseSpec, dense_variants
-from blest.codegen.msspec import MSSpec, queue_smem_bytes, smem_bytes
+from blest.codegen.msspec import MSSpec, is_ms_variant, queue_smem_bytes, smem_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA, KAPPAS, SOURCE_SEED
 from blest.graph.prepared import Prepared
 
@@ -50,7 +50,10 @@ MS_BLOCKS = (1024, 256)
 #: what the kernel declares statically); a smaller GPU refuses the candidate at run time.
 SMEM_BYTES = 223 * 1024
 #: kappa in the order the coarse pass tries it (spread out, so a short budget sees the range).
-KAPPA_ORDER = (64, 256, 128, 32)
+KAPPA_ORDER = (64, 256, 512, 128, 32)
+#: Bitmap layouts in the order the coarse pass tries them (vertex-major first: its bottom-up
+#: pulls read a vertex's words in one sector).
+LAYOUT_ORDER = ("vertex", "chunk")
 #: The queue form's kappa and block sizes, in the order the coarse pass tries them.
 QUEUE_KAPPA_ORDER = (2, 1, 4, 8, 16, 32)
 QUEUE_BLOCKS = (256, 128, 1024)
@@ -146,7 +149,10 @@ def ms_candidates(
     out = list(queue) if deep else []
     if n is not None:
         for kappa in [k for k in KAPPA_ORDER if k in kappas]:
-            if smem_bytes(kappa, n) <= SMEM_BYTES:
+            if (
+                is_ms_variant(sigmas[0], kappa, "smem", "csr")
+                and smem_bytes(kappa, n) <= SMEM_BYTES
+            ):
                 for block in MS_BLOCKS:
                     out.append(MSCandidate(MSSpec(sigmas[0], kappa, "smem", "csr"), 0.0, block))
     for form in forms:
@@ -154,9 +160,12 @@ def ms_candidates(
         for expand in expands:
             for kappa in [k for k in KAPPA_ORDER if k in kappas]:
                 for sigma in sigmas[:1] if expand == "csr" else sigmas:  # csr reads no BVSS
-                    for block in blocks:
-                        spec = MSSpec(sigma, kappa, form, expand)
-                        out.append(MSCandidate(spec, DEFAULT_ETA, block))
+                    for layout in LAYOUT_ORDER:
+                        if not is_ms_variant(sigma, kappa, form, expand, layout):
+                            continue
+                        for block in blocks:
+                            spec = MSSpec(sigma, kappa, form, expand, layout)
+                            out.append(MSCandidate(spec, DEFAULT_ETA, block))
     return out if deep else out + queue
 
 
