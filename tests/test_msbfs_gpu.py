@@ -52,14 +52,15 @@ def _random_spec(rng, sigma=8, form=None) -> MSSpec:
 
 
 @pytest.mark.parametrize(
-    "kappa,form,expand", sorted({(s.kappa, s.form, s.expand) for s in ms_variants()})
+    "kappa,form,expand,layout",
+    sorted({(s.kappa, s.form, s.expand, s.layout) for s in ms_variants()}),
 )
-def test_bfs_many_matches_scipy(zoo, kappa, form, expand):
+def test_bfs_many_matches_scipy(zoo, kappa, form, expand, layout):
     rng, graphs = zoo
     for name, graph in graphs.items():
         sigma = int(rng.choice([4, 8, 16, 32]))
         eta = float(rng.choice([0.0, 0.5, 4.0, 1e9]))  # never, sometimes, always bottom-up
-        spec = MSSpec(sigma, kappa, form, expand)
+        spec = MSSpec(sigma, kappa, form, expand, layout)
         block = int(rng.choice([64, 256]))
         with _engine(graph, sigma, spec=spec, eta=eta, block_size=block) as eng:
             k = int(rng.integers(1, 3 * max(kappa, 16)))
