@@ -33,8 +33,8 @@ KAPPAS: tuple[int, ...] = (32, 64, 128, 256, 512)
 #: BFSs per batch of the multi-source queue form (visited bits of every vertex in shared memory).
 QUEUE_KAPPAS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 #: BFSs per batch of the multi-source kernel an engine runs when no config chose one, on graphs
-#: of few levels (the grid form; the one definition of kappa's default).
-DEFAULT_KAPPA = 256
+#: of few levels (the grid form, vertex-major; the one definition of kappa's default).
+DEFAULT_KAPPA = 128
 #: ... and on deep graphs, where the queue form's shared memory does not take the graph (the
 #: block form with the CUDA-core expansion).
 DEEP_KAPPA = 32

@@ -200,7 +200,7 @@ class ManySources:
         return DenseChoice(DEFAULT_DENSE)
 
     def _default_spec(self) -> MSSpec:
-        """DEFAULT_KAPPA on the grid for shallow graphs; for deep ones (a grid barrier per level
+        """DEFAULT_KAPPA on the grid, vertex-major, for shallow graphs; for deep ones (a grid barrier per level
         costs more than a level there, and their frontiers are sparse) the queue form with the
         largest kappa whose visited bits take at most a seventh of a multiprocessor's shared
         memory (the smallest, if only that fits a block), else DEEP_KAPPA per block with the
@@ -212,7 +212,7 @@ class ManySources:
             if fits or queue_smem_bytes(1, self.n) <= QUEUE_SMEM_BLOCK:
                 spec = MSSpec(sigma, max(fits or [1]), "queue", "csr")
         else:
-            spec = MSSpec(sigma, DEFAULT_KAPPA, "grid")
+            spec = MSSpec(sigma, DEFAULT_KAPPA, "grid", layout="vertex")
         warnings.warn(
             f"this engine was not tuned for many sources: bfs_many/closeness use {spec.name} "
             f"(BFS depth {depth} from a sample source); blest-tune --workload closeness tunes it",
