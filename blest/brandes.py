@@ -100,6 +100,10 @@ def edge_betweenness(
     Returns ``(edges, scores)``: ``edges`` an int64 ``(m, 2)`` array, on a directed graph
     every arc ``(u, v)`` and on an undirected one every edge once as ``(u, v)`` with
     ``u < v``, sorted; ``scores`` float64, aligned. Arguments as for :func:`betweenness`.
+
+    ``edges`` holds vertex positions ``0 .. n-1``, the order of :func:`blest.vertex_ids`, as
+    every per-vertex result does (ids of any type fit no int64 array): on a graph with labels,
+    ``blest.vertex_ids(target)[edges]`` gives each edge's endpoints as the graph's own ids.
     """
     options = {
         "k": k,

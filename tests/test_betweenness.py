@@ -105,6 +105,18 @@ def test_edges_equal_networkx(kind, rng):
             np.testing.assert_allclose(scores, got, rtol=1e-9, atol=0)
 
 
+def test_edges_of_labelled_graph_map_through_vertex_ids(rng):
+    """Edge positions of a graph of named nodes turn into its labels via vertex_ids."""
+    G = nx.relabel_nodes(nx.gnm_random_graph(30, 70, seed=int(rng.integers(2**31))),
+                         {v: f"v{v * 7 % 30:02d}" for v in range(30)})  # fmt: skip
+    edges, scores = blest.edge_betweenness(G, device="cpu")
+    names = blest.vertex_ids(G)[edges]
+    want = nx.edge_betweenness_centrality(G)
+    assert len(want) == len(scores)
+    got = [want[(a, b)] if (a, b) in want else want[(b, a)] for a, b in names.tolist()]
+    np.testing.assert_allclose(scores, got, rtol=1e-9, atol=0)
+
+
 def exact_dependencies(g: Graph, s: int) -> list[Fraction]:
     """Brandes' dependencies of source s with exact integers and rationals."""
     ptr, idx = g.out_ptr.tolist(), g.out_idx.tolist()

@@ -200,11 +200,11 @@ class ManySources:
         return DenseChoice(DEFAULT_DENSE)
 
     def _default_spec(self) -> MSSpec:
-        """DEFAULT_KAPPA on the grid, vertex-major, for shallow graphs; for deep ones (a grid barrier per level
-        costs more than a level there, and their frontiers are sparse) the queue form with the
-        largest kappa whose visited bits take at most a seventh of a multiprocessor's shared
-        memory (the smallest, if only that fits a block), else DEEP_KAPPA per block with the
-        CUDA-core out-arc expansion; said in a warning."""
+        """DEFAULT_KAPPA on the grid, vertex-major, for shallow graphs; for deep ones (a grid
+        barrier per level costs more than a level there, and their frontiers are sparse) the
+        queue form with the largest kappa whose visited bits take at most a seventh of a
+        multiprocessor's shared memory (the smallest, if only that fits a block), else
+        DEEP_KAPPA per block with the CUDA-core out-arc expansion; said in a warning."""
         depth, sigma = self.depth(), self.prepared.sigma
         if depth >= DEEP_GRAPH_LEVELS:
             spec = MSSpec(sigma, DEEP_KAPPA, "block", "csr")
