@@ -6,8 +6,9 @@ anything :func:`blest.load_graph` reads (prepared at the default sigma, natural 
 Where it runs: ``device=`` as everywhere (``None``: the GPU when there is one, else SciPy on the
 CPU). ``gpus=`` spreads the sources over several processes, one per GPU: ``"all"`` or a count
 starts local workers; under ``mpirun -n N`` (mpi4py) every rank runs the same call and takes
-its share. Sources are dealt in whole batches of kappa, each source is computed by exactly one
-process, and the integer sums are reduced exactly: the scores are bit-identical to one GPU.
+its share. Sources are dealt in whole batches of kappa by predicted cost
+(:mod:`blest.runtime.balance`), each source is computed by exactly one process, and the
+integer sums are reduced exactly: the scores are bit-identical to one GPU.
 
 Vertex ids: ``sources`` are the target's own ids (its labels, when it has them: a NetworkX
 graph of named nodes, a file read with ``relabel=True``, a config tuned with ``--relabel``),
@@ -194,21 +195,24 @@ def _share(
     progress: Progress | None,
     device: Any,
 ) -> tuple[SourceSums, int]:
-    """This process's sources (whole batches, dealt round robin), the reduced sums, and n.
-    ``device`` None in a worker or an MPI rank: the rank's own GPU."""
-    from blest.runtime.distributed import partition, reduce_sums
+    """The sums of every source on this process (its share computed here, the rest reduced
+    from the others) and n. ``device`` None in a worker or an MPI rank: the rank's own GPU."""
+    from blest.runtime.balance import share
+    from blest.runtime.distributed import JobProgress, reduce_sums
 
     if device is None and size > 1:
         device = _device_of(rank)
     with engine_for(target, directed=directed, device=device) as eng:
-        users = _vertices(eng, sources)
-        kappa = _kappa(eng)
-        positions = partition(users.size, kappa, rank, size)
-        report = progress if rank == 0 else None
+        users = _vertices(eng, sources)  # the vertices to BFS
+        n, kappa = eng.n, _kappa(eng)
+        if size == 1:
+            return eng.source_sums(users, progress=progress), n
+        every = np.arange(users.size, dtype=np.int64)
+        positions = share(eng.graph, eng.permutation.new_of_old, users, every, kappa, rank, size)
+        report = None
+        if rank == 0 and progress is not None:
+            report = JobProgress(progress, users.size, 0, positions.size).within(0)
         local = eng.source_sums(users[positions], progress=report)
-        n = eng.n
-    if size == 1:
-        return local, n
     return reduce_sums(comm, users.size, positions, local), n
 
 
