@@ -19,6 +19,7 @@ from blest._version import __version__
 from blest.errors import (
     ArgumentError,
     BlestError,
+    CheckpointError,
     CompileError,
     ConfigError,
     DeviceMemoryError,
@@ -33,6 +34,7 @@ from blest.errors import (
 __all__ = [
     "ArgumentError",
     "BlestError",
+    "CheckpointError",
     "CompileError",
     "ConfigError",
     "DeviceMemoryError",
@@ -91,6 +93,7 @@ _SUBMODULES = frozenset(
         "api",
         "brandes",
         "centrality",
+        "checkpoint",
         "cli",
         "codegen",
         "datasets",

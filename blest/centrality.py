@@ -6,8 +6,13 @@ anything :func:`blest.load_graph` reads (prepared at the default sigma, natural 
 Where it runs: ``device=`` as everywhere (``None``: the GPU when there is one, else SciPy on the
 CPU). ``gpus=`` spreads the sources over several processes, one per GPU: ``"all"`` or a count
 starts local workers; under ``mpirun -n N`` (mpi4py) every rank runs the same call and takes
-its share. Sources are dealt in whole batches of kappa, each source is computed by exactly one
-process, and the integer sums are reduced exactly: the scores are bit-identical to one GPU.
+its share. Sources are dealt in whole batches of kappa by predicted cost
+(:mod:`blest.runtime.balance`), each source is computed by exactly one process, and the
+integer sums are reduced exactly: the scores are bit-identical to one GPU.
+
+``checkpoint=DIR`` keeps the sums of every finished block of sources in a directory
+(:mod:`blest.checkpoint`): the same call after a Ctrl-C, a kill or a failure computes only
+what is missing, with the same bits as a run never stopped.
 
 Vertex ids: ``sources`` are the target's own ids (its labels, when it has them: a NetworkX
 graph of named nodes, a file read with ``relabel=True``, a config tuned with ``--relabel``),
@@ -33,6 +38,7 @@ from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic
 __all__ = ["bfs_many", "closeness", "harmonic", "source_sums", "engine_for", "graph_of"]
 
 Progress = Callable[[int, int], None]
+CheckpointPath = str | os.PathLike[str]
 
 
 def engine_for(target: Any, *, directed: bool | None = None, device: Any = None) -> Any:
@@ -96,28 +102,38 @@ def source_sums(
     device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
+    checkpoint: CheckpointPath | None = None,
 ) -> SourceSums:
-    """Exact per-vertex sums of distances, reaches and harmonic sums over in-arcs."""
-    return _sums_and_n(target, sources, directed, device, gpus, progress)[0]
+    """Exact per-vertex sums of distances, reaches and harmonic sums over in-arcs.
+    ``checkpoint`` as in :func:`closeness`."""
+    return _sums_and_n(target, sources, directed, device, gpus, progress, checkpoint)[0]
 
 
 def _sums_and_n(
-    target: Any, sources: Any, directed: Any, device: Any, gpus: Any, progress: Any
+    target: Any,
+    sources: Any,
+    directed: Any,
+    device: Any,
+    gpus: Any,
+    progress: Any,
+    checkpoint: CheckpointPath | None,
 ) -> tuple[SourceSums, int]:
     if sources is not None:
         sources = id_sequence(sources)
+    if checkpoint is not None:
+        checkpoint = os.fspath(checkpoint)
     world = _mpi()
     if world is not None:
         comm, rank, size = world
-        return _share(rank, size, comm, target, directed, sources, progress, None)
+        return _share(rank, size, comm, target, directed, sources, progress, None, checkpoint)
     workers = _workers(gpus)
     if workers <= 1:
-        return _share(0, 1, None, target, directed, sources, progress, device)
+        return _share(0, 1, None, target, directed, sources, progress, device, checkpoint)
     from blest.runtime.distributed import run_local_workers
 
     if sources is not None:  # ids checked here: an unknown one is the caller's error
         sources = _Vertices(vertices_of(graph_of(target, directed=directed), sources))
-    return run_local_workers(_worker, workers, target, directed, sources)
+    return run_local_workers(_worker, workers, target, directed, sources, checkpoint)
 
 
 def closeness(
@@ -129,10 +145,13 @@ def closeness(
     device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
+    checkpoint: CheckpointPath | None = None,
 ) -> np.ndarray:
     """Exact closeness centrality of ``sources`` (default: every vertex, in id order), float64,
-    as NetworkX's ``closeness_centrality`` defines it (distances to each vertex)."""
-    sums, n = _sums_and_n(target, sources, directed, device, gpus, progress)
+    as NetworkX's ``closeness_centrality`` defines it (distances to each vertex).
+    ``checkpoint``: a directory that keeps finished blocks, to resume (see the module
+    docstring)."""
+    sums, n = _sums_and_n(target, sources, directed, device, gpus, progress, checkpoint)
     return closeness_from_sums(sums, n, wf_improved=wf_improved)
 
 
@@ -144,10 +163,11 @@ def harmonic(
     device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
+    checkpoint: CheckpointPath | None = None,
 ) -> np.ndarray:
     """Harmonic centrality of ``sources`` (default: every vertex): the sum over the other
-    vertices v of 1 / d(v, u), float64."""
-    sums, _ = _sums_and_n(target, sources, directed, device, gpus, progress)
+    vertices v of 1 / d(v, u), float64. ``checkpoint`` as in :func:`closeness`."""
+    sums, _ = _sums_and_n(target, sources, directed, device, gpus, progress, checkpoint)
     return harmonic_from_sums(sums)
 
 
@@ -193,22 +213,30 @@ def _share(
     sources: Any,
     progress: Progress | None,
     device: Any,
+    checkpoint: str | None = None,
 ) -> tuple[SourceSums, int]:
-    """This process's sources (whole batches, dealt round robin), the reduced sums, and n.
-    ``device`` None in a worker or an MPI rank: the rank's own GPU."""
-    from blest.runtime.distributed import partition, reduce_sums
+    """The sums of every source on this process (its share computed here, the rest reduced
+    from the others) and n. ``device`` None in a worker or an MPI rank: the rank's own GPU."""
+    from blest.runtime.balance import share
+    from blest.runtime.distributed import JobProgress, reduce_sums
 
     if device is None and size > 1:
         device = _device_of(rank)
     with engine_for(target, directed=directed, device=device) as eng:
-        users = _vertices(eng, sources)
-        kappa = _kappa(eng)
-        positions = partition(users.size, kappa, rank, size)
-        report = progress if rank == 0 else None
+        users = _vertices(eng, sources)  # the vertices to BFS
+        n, kappa = eng.n, _kappa(eng)
+        if checkpoint is not None:
+            from blest.checkpoint import run
+
+            return run(eng, users, checkpoint, kappa, rank, size, comm, progress), n
+        if size == 1:
+            return eng.source_sums(users, progress=progress), n
+        every = np.arange(users.size, dtype=np.int64)
+        positions = share(eng.graph, eng.permutation.new_of_old, users, every, kappa, rank, size)
+        report = None
+        if rank == 0 and progress is not None:
+            report = JobProgress(progress, users.size, 0, positions.size).within(0)
         local = eng.source_sums(users[positions], progress=report)
-        n = eng.n
-    if size == 1:
-        return local, n
     return reduce_sums(comm, users.size, positions, local), n
 
 
@@ -228,8 +256,10 @@ def _vertices(engine: Any, sources: Any) -> np.ndarray:
     return vertices_of(engine.graph, sources)
 
 
-def _worker(rank: int, size: int, comm: Any, target: Any, directed: Any, sources: Any) -> Any:
-    return _share(rank, size, comm, target, directed, sources, None, None)
+def _worker(
+    rank: int, size: int, comm: Any, target: Any, directed: Any, sources: Any, checkpoint: Any
+) -> Any:
+    return _share(rank, size, comm, target, directed, sources, None, None, checkpoint)
 
 
 def _kappa(engine: Any) -> int:

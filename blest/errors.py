@@ -14,6 +14,7 @@ __all__ = [
     "GPUUnavailableError",
     "CompileError",
     "ConfigError",
+    "CheckpointError",
     "ArgumentError",
     "VertexError",
     "EngineError",
@@ -70,6 +71,11 @@ class CompileError(BlestError, RuntimeError):
 
 class ConfigError(BlestError, ValueError):
     """A tuned config or prepared artifact is unreadable, of an unknown version or mismatched."""
+
+
+class CheckpointError(BlestError, ValueError):
+    """A checkpoint directory cannot be used: another run's (graph, sources, blest version),
+    not the user's, or damaged."""
 
 
 class ArgumentError(BlestError, ValueError, TypeError):

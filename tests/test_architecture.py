@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": {"graph", "reference", "codegen", "runtime"},
     "tuning": {"graph", "reference", "codegen", "runtime", "tuning", "datasets"},
 }
-TOP = {"blest", "blest.cli", "blest.api", "blest.nx", "blest.centrality"}
+TOP = {"blest", "blest.cli", "blest.api", "blest.nx", "blest.centrality", "blest.checkpoint"}
 
 
 def _modules() -> list[tuple[str, Path]]:

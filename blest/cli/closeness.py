@@ -4,12 +4,16 @@ On a tuned config (its multi-source variant) or any graph file; on one GPU, ever
 (``--gpus all``), or the ranks of ``mpirun -n N blest closeness ...`` (rank 0 writes). A
 progress line with the time left is shown on a terminal, and plain lines every ten seconds
 otherwise (a log, a pipe); the scores are written atomically at the end, so Ctrl-C (honoured
-between kernel launches, a quarter second apart) leaves nothing.
+between kernel launches, a quarter second apart) leaves nothing. With ``--checkpoint DIR`` the
+sums of every finished block of sources are kept in DIR, and the same command run again after
+a Ctrl-C, a kill or a failure computes only the rest, with the same exact scores.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -17,6 +21,7 @@ import numpy as np
 
 from blest.cli.common import say
 from blest.cli.graphs import check_sources_file, graph_flags
+from blest.cli.outputs import check_outputs_apart
 from blest.cli.scores import (
     Eta,
     check_target,
@@ -36,6 +41,7 @@ EXAMPLES = """examples:
   blest closeness edges.txt --undirected -o c.txt --sources ids.txt
   blest closeness graph.blest.json -o c.npy --gpus all    # one worker per local GPU
   mpirun -n 8 blest closeness graph.blest.json -o c.npy   # MPI ranks, across machines too
+  blest closeness graph.blest.json -o c.npy --checkpoint c.ckpt  # again after a kill: resumes
 """
 
 
@@ -74,6 +80,13 @@ def closeness_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="'all' or a count: one worker process per GPU (default: one GPU)",
     )
+    c.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help="keep the sums of every finished block of sources in DIR (created if missing); "
+        "the same command run again resumes from them (under mpirun: a directory every rank "
+        "sees; default: none kept)",
+    )
     graph_flags(c)
     c.set_defaults(func=_cmd_closeness)
 
@@ -94,15 +107,32 @@ def _sources(path: str | None) -> np.ndarray | None:
     return ids
 
 
+def _check_checkpoint(args: argparse.Namespace) -> None:
+    """Refuse, before any work, a --checkpoint that is a file (an input, the output) or whose
+    directory does not exist."""
+    path = args.checkpoint
+    if path is None:
+        return
+    check_outputs_apart({"--checkpoint": path}, target=args.target, sources=args.sources)
+    if args.out != "-" and os.path.realpath(path) == os.path.realpath(args.out):
+        raise ArgumentError(f"--checkpoint {path} is the --out file; choose another directory")
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise ArgumentError(f"--checkpoint {path} is not a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ArgumentError(f"--checkpoint {path}: directory {parent} does not exist")
+
+
 #: Seconds between two plain progress lines.
 PLAIN_EVERY = 10.0
 
 
 def _cmd_closeness(args: argparse.Namespace) -> int:
     import blest.centrality as bc
-    from blest.runtime.distributed import mpi_world
+    from blest.runtime.distributed import WorkerError, mpi_world
 
     config = check_target(args, sources=args.sources)  # before any work
+    _check_checkpoint(args)
     sources = _sources(args.sources)
     gpus = parse_gpus(args.gpus)
     target = load_target(args, config)
@@ -111,13 +141,28 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     line, plain = status("blest closeness", rank)
     eta = Eta(line, plain, "blest closeness", PLAIN_EVERY)
     t0 = time.perf_counter()
+    keep = args.checkpoint
     try:
         if args.harmonic:
-            scores = bc.harmonic(target, sources, gpus=gpus, progress=eta)
+            scores = bc.harmonic(target, sources, gpus=gpus, progress=eta, checkpoint=keep)
         else:
             scores = bc.closeness(
-                target, sources, wf_improved=args.wf_improved, gpus=gpus, progress=eta
+                target,
+                sources,
+                wf_improved=args.wf_improved,
+                gpus=gpus,
+                progress=eta,
+                checkpoint=keep,
             )
+    except (KeyboardInterrupt, WorkerError):
+        line.clear()
+        if keep is not None and rank == 0:
+            say(
+                f"blest closeness: the finished blocks are kept in {keep}; the "
+                "same command resumes from them",
+                file=sys.stderr,
+            )
+        raise
     finally:
         line.clear()
     if rank != 0:

@@ -90,21 +90,26 @@ def status(prog: str, rank: int) -> tuple[Progress, bool]:
 
 class Eta:
     """``progress(done, total)``: sources done, share and time left, as the status line and,
-    when ``plain``, as a plain line every ``every`` seconds (none in a shorter run)."""
+    when ``plain``, as a plain line every ``every`` seconds (none in a shorter run). The rate
+    counts the work from the first report on: a resumed run first reports the sources its
+    checkpoint held, which took no time now."""
 
     def __init__(self, line: Callable[[str], None], plain: bool, prog: str, every: float) -> None:
         self.line, self.plain, self.prog, self.every = line, plain, prog, every
         self.start = self.printed = time.monotonic()
+        self.first: int | None = None
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
-        spent = now - self.start
-        left = spent / done * (total - done) if done else float("nan")
+        if self.first is None:
+            self.first, self.start = done, now
+        spent, new = now - self.start, done - self.first
+        left = spent / new * (total - done) if new > 0 else float("nan")
         share = f"{done:,} / {total:,} sources ({100 * done / max(total, 1):.0f}%)"
-        self.line(f"{share}, {left:.1f} s left")
+        self.line(share if left != left else f"{share}, {left:.1f} s left")
         if self.plain and now - self.printed >= self.every:
             self.printed = now
-            rate = done / spent if spent > 0 else float("nan")
+            rate = new / spent if spent > 0 else float("nan")
             print(
                 f"{self.prog}: {share}, {rate:,.0f} sources/s, {_duration(left)} left",
                 file=sys.stderr,

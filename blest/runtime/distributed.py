@@ -2,11 +2,12 @@
 
 The sources of a multi-source BFS are cut into consecutive batches of ``kappa`` (the GPU runs
 ``kappa`` searches per batch; consecutive ids are close in the graph's ordering, so a batch
-shares most of its frontier). Whole batches are dealt round robin over the ranks, each rank
-computes :class:`~blest.reference.centrality.SourceSums` for its positions, and
-:func:`reduce_sums` scatters them into full-length zero arrays and sums those over the ranks.
-Every position is computed by exactly one rank, so the float sums are exact (``x + 0.0 == x``)
-and the result is bit-identical to a single-process run, whatever the order of the reduction.
+shares most of its frontier). Whole batches are dealt round robin over the ranks, or by
+predicted cost (:mod:`blest.runtime.balance`); each rank computes
+:class:`~blest.reference.centrality.SourceSums` for its positions, and :func:`reduce_sums`
+scatters them into full-length zero arrays and sums those over the ranks. Every position is
+computed by exactly one rank, so the float sums are exact (``x + 0.0 == x``) and the result is
+bit-identical to a single-process run, whatever the order of the reduction.
 
 Betweenness centrality adds float vectors, whose sums depend on their order: there every rank
 takes one contiguous range of source positions (:func:`contiguous_ranges`), and
@@ -48,9 +49,11 @@ import numpy as np
 from blest.graph.core import Graph
 from blest.reference.centrality import SourceSums, as_sources, source_sums
 from blest.reference.treesum import Piece, TreeStack, canonical_pieces
+from blest.runtime.balance import assign_batches
 
 __all__ = [
     "SUM",
+    "JobProgress",
     "LocalComm",
     "SerialComm",
     "WorkerError",
@@ -86,11 +89,14 @@ def batches(n_sources: int, kappa: int) -> list[range]:
     return [range(at, min(at + kappa, n_sources)) for at in range(0, n_sources, kappa)]
 
 
-def partition(n_sources: int, kappa: int, rank: int, size: int) -> np.ndarray:
-    """Source positions of ``rank`` among ``size``: batch ``b`` goes to rank ``b % size``.
+def partition(n_sources: int, kappa: int, rank: int, size: int, *, costs: Any = None) -> np.ndarray:
+    """Source positions of ``rank`` among ``size``, whole batches of ``kappa``.
 
-    Returns an int64 array, increasing; the ranks together hold every position of
-    ``range(n_sources)`` exactly once, and ranks past the number of batches hold none.
+    Without ``costs`` batch ``b`` goes to rank ``b % size``; with ``costs`` (the predicted cost
+    of each batch, :func:`blest.runtime.balance.batch_costs`) the batches are dealt longest
+    first to the least loaded rank (:func:`blest.runtime.balance.assign_batches`). Returns an
+    int64 array, increasing; the ranks together hold every position of ``range(n_sources)``
+    exactly once, and ranks past the number of batches hold none.
     """
     n_sources = _check_count("n_sources", n_sources, 0)
     kappa = _check_count("kappa", kappa, 1)
@@ -99,7 +105,31 @@ def partition(n_sources: int, kappa: int, rank: int, size: int) -> np.ndarray:
     if rank >= size:
         raise ValueError(f"rank {rank} out of range for {size} ranks")
     positions = np.arange(n_sources, dtype=np.int64)
-    return positions[(positions // kappa) % size == rank]
+    if costs is None:
+        return positions[(positions // kappa) % size == rank]
+    costs = np.asarray(costs)
+    if costs.shape != (-(-n_sources // kappa),):
+        raise ValueError(f"{costs.size} batch costs for {n_sources} sources in batches of {kappa}")
+    return positions[assign_batches(costs, size)[positions // kappa] == rank]
+
+
+class JobProgress:
+    """The job's progress from rank 0's: ``progress(done, total)`` over all ``total`` sources,
+    ``resumed`` of them done before (a checkpoint's), the rest extrapolated from this rank's
+    ``own`` sources (the ranks keep pace: their shares are balanced). On one rank it is exact.
+    Call it with the sources of its own done so far; :meth:`within` makes the callback of a
+    call that runs its sources from ``base`` on."""
+
+    def __init__(self, progress: Callable[[int, int], None], total: int, resumed: int, own: int):
+        self.progress, self.total, self.resumed, self.own = progress, total, resumed, own
+
+    def __call__(self, own_done: int) -> None:
+        rest = self.total - self.resumed
+        done = self.resumed + (rest * own_done // self.own if self.own else rest)
+        self.progress(done, self.total)
+
+    def within(self, base: int) -> Callable[[int, int], None]:
+        return lambda done, _total: self(base + done)
 
 
 # ---------------------------------------------------------------------------- reduction
