@@ -16,12 +16,13 @@ from random_graphs import make_directed, make_disconnected, make_power_law
 
 import blest.centrality as bc
 from blest import checkpoint as ck
+from blest.defaults import DEFAULT_KAPPA
 from blest.errors import CheckpointError
 from blest.graph.core import Graph
 from blest.reference.centrality import SourceSums, source_sums
 from blest.runtime.distributed import SUM, WorkerError
 
-KAPPA = 256  # the CPU engine's batch width (DEFAULT_KAPPA)
+KAPPA = DEFAULT_KAPPA  # the CPU engine's batch width
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="os.chown to another user needs root")
 
 
