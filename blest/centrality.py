@@ -9,6 +9,13 @@ starts local workers; under ``mpirun -n N`` (mpi4py) every rank runs the same ca
 its share. Sources are dealt in whole batches of kappa, each source is computed by exactly one
 process, and the integer sums are reduced exactly: the scores are bit-identical to one GPU.
 
+Exact reductions (``reduce=True``, the default; :mod:`blest.graph.reductions`): isolated
+vertices, vertices of degree one and twins of an undirected graph get their sums from other
+BFSs, bit-identical to their own (on a directed graph, vertices without in-arcs only). Every
+process plans the same BFSs; ``report`` receives one line saying how many were saved. Where
+the dense form computes every vertex at once there is nothing to save, and the plan is not
+made.
+
 Vertex ids: ``sources`` are the target's own ids (its labels, when it has them: a NetworkX
 graph of named nodes, a file read with ``relabel=True``, a config tuned with ``--relabel``),
 always a sequence (one source ``v``: ``[v]``). Results follow the sources given, or, with
@@ -27,12 +34,14 @@ import numpy as np
 from blest.defaults import DEFAULT_KAPPA
 from blest.errors import ArgumentError
 from blest.graph.labels import id_sequence, vertices_of
+from blest.graph.reductions import SourcePlan, plan_sources
 from blest.inputs import Device, GraphInput, Sources
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
 
 __all__ = ["bfs_many", "closeness", "harmonic", "source_sums", "engine_for", "graph_of"]
 
 Progress = Callable[[int, int], None]
+Report = Callable[[str], None]
 
 
 def engine_for(target: Any, *, directed: bool | None = None, device: Any = None) -> Any:
@@ -96,28 +105,42 @@ def source_sums(
     device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
+    reduce: bool = True,
+    report: Report | None = None,
 ) -> SourceSums:
-    """Exact per-vertex sums of distances, reaches and harmonic sums over in-arcs."""
-    return _sums_and_n(target, sources, directed, device, gpus, progress)[0]
+    """Exact per-vertex sums of distances, reaches and harmonic sums over in-arcs; ``reduce``
+    and ``report`` as in :func:`closeness`."""
+    return _sums_and_n(target, sources, directed, device, gpus, progress, reduce, report)[0]
 
 
 def _sums_and_n(
-    target: Any, sources: Any, directed: Any, device: Any, gpus: Any, progress: Any
+    target: Any,
+    sources: Any,
+    directed: Any,
+    device: Any,
+    gpus: Any,
+    progress: Any,
+    reduce: bool,
+    report: Report | None,
 ) -> tuple[SourceSums, int]:
     if sources is not None:
         sources = id_sequence(sources)
     world = _mpi()
     if world is not None:
         comm, rank, size = world
-        return _share(rank, size, comm, target, directed, sources, progress, None)
-    workers = _workers(gpus)
-    if workers <= 1:
-        return _share(0, 1, None, target, directed, sources, progress, device)
-    from blest.runtime.distributed import run_local_workers
+        sums, n, line = _share(rank, size, comm, target, directed, sources, progress, None, reduce)
+    elif _workers(gpus) <= 1:
+        sums, n, line = _share(0, 1, None, target, directed, sources, progress, device, reduce)
+    else:
+        from blest.runtime.distributed import run_local_workers
 
-    if sources is not None:  # ids checked here: an unknown one is the caller's error
-        sources = _Vertices(vertices_of(graph_of(target, directed=directed), sources))
-    return run_local_workers(_worker, workers, target, directed, sources)
+        if sources is not None:  # ids checked here: an unknown one is the caller's error
+            sources = _Vertices(vertices_of(graph_of(target, directed=directed), sources))
+        workers = _workers(gpus)
+        sums, n, line = run_local_workers(_worker, workers, target, directed, sources, reduce)
+    if report is not None and line is not None:
+        report(line)
+    return sums, n
 
 
 def closeness(
@@ -129,10 +152,13 @@ def closeness(
     device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
+    reduce: bool = True,
+    report: Report | None = None,
 ) -> np.ndarray:
     """Exact closeness centrality of ``sources`` (default: every vertex, in id order), float64,
-    as NetworkX's ``closeness_centrality`` defines it (distances to each vertex)."""
-    sums, n = _sums_and_n(target, sources, directed, device, gpus, progress)
+    as NetworkX's ``closeness_centrality`` defines it (distances to each vertex). ``reduce``:
+    the exact reductions (module docstring); ``report(line)``: how many BFSs they saved."""
+    sums, n = _sums_and_n(target, sources, directed, device, gpus, progress, reduce, report)
     return closeness_from_sums(sums, n, wf_improved=wf_improved)
 
 
@@ -144,10 +170,12 @@ def harmonic(
     device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
+    reduce: bool = True,
+    report: Report | None = None,
 ) -> np.ndarray:
     """Harmonic centrality of ``sources`` (default: every vertex): the sum over the other
-    vertices v of 1 / d(v, u), float64."""
-    sums, _ = _sums_and_n(target, sources, directed, device, gpus, progress)
+    vertices v of 1 / d(v, u), float64; ``reduce`` and ``report`` as in :func:`closeness`."""
+    sums, _ = _sums_and_n(target, sources, directed, device, gpus, progress, reduce, report)
     return harmonic_from_sums(sums)
 
 
@@ -193,23 +221,44 @@ def _share(
     sources: Any,
     progress: Progress | None,
     device: Any,
-) -> tuple[SourceSums, int]:
-    """This process's sources (whole batches, dealt round robin), the reduced sums, and n.
-    ``device`` None in a worker or an MPI rank: the rank's own GPU."""
+    reduce: bool = True,
+) -> tuple[SourceSums, int, str | None]:
+    """This process's BFSs (whole batches of the plan's, dealt round robin), the reduced sums
+    of every source, n, and the plan's summary (rank 0, where a plan was made). ``device``
+    None in a worker or an MPI rank: the rank's own GPU."""
     from blest.runtime.distributed import partition, reduce_sums
 
     if device is None and size > 1:
         device = _device_of(rank)
     with engine_for(target, directed=directed, device=device) as eng:
         users = _vertices(eng, sources)
+        plan, line = _plan(eng, users, reduce, size)
         kappa = _kappa(eng)
-        positions = partition(users.size, kappa, rank, size)
+        positions = partition(plan.bfs.size, kappa, rank, size)
         report = progress if rank == 0 else None
-        local = eng.source_sums(users[positions], progress=report)
+        local = eng.source_sums(plan.bfs[positions], progress=report, pendant=plan.pendant)
         n = eng.n
-    if size == 1:
-        return local, n
-    return reduce_sums(comm, users.size, positions, local), n
+    if size > 1:
+        local = reduce_sums(comm, plan.bfs.size, positions, local)
+    return plan.expand(local), n, line if rank == 0 else None
+
+
+def _plan(engine: Any, users: np.ndarray, reduce: bool, size: int) -> tuple[SourcePlan, str | None]:
+    """The BFSs behind the sums of ``users`` (one per source without ``reduce``, or where the
+    dense form runs every vertex at once), and the line that says what was saved."""
+    if not reduce:
+        return SourcePlan.identity(users), None
+    if size == 1 and _all_at_once(engine, users):
+        return SourcePlan.identity(users), "every vertex at once (the dense form): no BFS saved"
+    plan = plan_sources(engine.graph, users)
+    return plan, plan.summary()
+
+
+def _all_at_once(engine: Any, users: np.ndarray) -> bool:
+    """Whether the engine runs the sums of ``users`` in the dense form (every vertex at once:
+    no BFS to save)."""
+    many = getattr(engine, "many", None)  # the GPU engine's many-source work
+    return many is not None and bool(many.all_at_once(users))
 
 
 @dataclass(frozen=True)
@@ -228,8 +277,10 @@ def _vertices(engine: Any, sources: Any) -> np.ndarray:
     return vertices_of(engine.graph, sources)
 
 
-def _worker(rank: int, size: int, comm: Any, target: Any, directed: Any, sources: Any) -> Any:
-    return _share(rank, size, comm, target, directed, sources, None, None)
+def _worker(
+    rank: int, size: int, comm: Any, target: Any, directed: Any, sources: Any, reduce: bool
+) -> Any:
+    return _share(rank, size, comm, target, directed, sources, None, None, reduce)
 
 
 def _kappa(engine: Any) -> int:

@@ -4,12 +4,15 @@ On a tuned config (its multi-source variant) or any graph file; on one GPU, ever
 (``--gpus all``), or the ranks of ``mpirun -n N blest closeness ...`` (rank 0 writes). A
 progress line with the time left is shown on a terminal, and plain lines every ten seconds
 otherwise (a log, a pipe); the scores are written atomically at the end, so Ctrl-C (honoured
-between kernel launches, a quarter second apart) leaves nothing.
+between kernel launches, a quarter second apart) leaves nothing. The exact reductions
+(isolated vertices, vertices of degree one and twins follow from other BFSs) are on unless
+``--no-reduce``; a line says how many BFSs they saved.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -70,6 +73,13 @@ def closeness_parser(sub: argparse._SubParsersAction) -> None:
         help="closeness without the (reach-1)/(n-1) scaling (default: scaled)",
     )
     c.add_argument(
+        "--no-reduce",
+        dest="reduce",
+        action="store_false",
+        help="one BFS per vertex scored: no exact reductions (default: isolated vertices, "
+        "vertices of degree one and twins follow from other BFSs, bit for bit)",
+    )
+    c.add_argument(
         "--gpus",
         default=None,
         help="'all' or a count: one worker process per GPU (default: one GPU)",
@@ -111,13 +121,13 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     line, plain = status("blest closeness", rank)
     eta = Eta(line, plain, "blest closeness", PLAIN_EVERY)
     t0 = time.perf_counter()
+    saved: list[str] = []
+    run = {"gpus": gpus, "progress": eta, "reduce": args.reduce, "report": saved.append}
     try:
         if args.harmonic:
-            scores = bc.harmonic(target, sources, gpus=gpus, progress=eta)
+            scores = bc.harmonic(target, sources, **run)
         else:
-            scores = bc.closeness(
-                target, sources, wf_improved=args.wf_improved, gpus=gpus, progress=eta
-            )
+            scores = bc.closeness(target, sources, wf_improved=args.wf_improved, **run)
     finally:
         line.clear()
     if rank != 0:
@@ -125,9 +135,12 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     ids = sources if sources is not None else own_ids(target, config, scores.size)
     name = "harmonic" if args.harmonic else "closeness"
     vertex_scores(args.out, scores, ids, name)
-    if args.out != "-":
+    if args.out == "-":
+        say(*saved, file=sys.stderr)  # standard output holds the scores
+    else:
         say(
+            *saved,
             f"{name} of {scores.size:,} vertices in {time.perf_counter() - t0:.2f} s "
-            f"written to {args.out}"
+            f"written to {args.out}",
         )
     return 0
