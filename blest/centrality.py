@@ -14,6 +14,13 @@ integer sums are reduced exactly: the scores are bit-identical to one GPU.
 (:mod:`blest.checkpoint`): the same call after a Ctrl-C, a kill or a failure computes only
 what is missing, with the same bits as a run never stopped.
 
+Exact reductions (``reduce=True``, the default; :mod:`blest.graph.reductions`): isolated
+vertices, vertices of degree one and twins of an undirected graph get their sums from other
+BFSs, bit-identical to their own (on a directed graph, vertices without in-arcs only). Every
+process plans the same BFSs; ``report`` receives one line saying how many were saved. Where
+the dense form computes every vertex at once there is nothing to save, and the plan is not
+made.
+
 Vertex ids: ``sources`` are the target's own ids (its labels, when it has them: a NetworkX
 graph of named nodes, a file read with ``relabel=True``, a config tuned with ``--relabel``),
 always a sequence (one source ``v``: ``[v]``). Results follow the sources given, or, with
@@ -32,6 +39,7 @@ import numpy as np
 from blest.defaults import DEFAULT_KAPPA
 from blest.errors import ArgumentError
 from blest.graph.labels import id_sequence, vertices_of
+from blest.graph.reductions import SourcePlan, plan_sources
 from blest.inputs import Device, GraphInput, Sources
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
 
@@ -39,6 +47,7 @@ __all__ = ["bfs_many", "closeness", "harmonic", "source_sums", "engine_for", "gr
 
 Progress = Callable[[int, int], None]
 CheckpointPath = str | os.PathLike[str]
+Report = Callable[[str], None]
 
 
 def engine_for(target: Any, *, directed: bool | None = None, device: Any = None) -> Any:
@@ -103,10 +112,13 @@ def source_sums(
     gpus: int | str | None = None,
     progress: Progress | None = None,
     checkpoint: CheckpointPath | None = None,
+    reduce: bool = True,
+    report: Report | None = None,
 ) -> SourceSums:
-    """Exact per-vertex sums of distances, reaches and harmonic sums over in-arcs.
-    ``checkpoint`` as in :func:`closeness`."""
-    return _sums_and_n(target, sources, directed, device, gpus, progress, checkpoint)[0]
+    """Exact per-vertex sums of distances, reaches and harmonic sums over in-arcs;
+    ``checkpoint``, ``reduce`` and ``report`` as in :func:`closeness`."""
+    options = (checkpoint, reduce, report)
+    return _sums_and_n(target, sources, directed, device, gpus, progress, *options)[0]
 
 
 def _sums_and_n(
@@ -117,6 +129,8 @@ def _sums_and_n(
     gpus: Any,
     progress: Any,
     checkpoint: CheckpointPath | None,
+    reduce: bool,
+    report: Report | None,
 ) -> tuple[SourceSums, int]:
     if sources is not None:
         sources = id_sequence(sources)
@@ -125,15 +139,25 @@ def _sums_and_n(
     world = _mpi()
     if world is not None:
         comm, rank, size = world
-        return _share(rank, size, comm, target, directed, sources, progress, None, checkpoint)
-    workers = _workers(gpus)
-    if workers <= 1:
-        return _share(0, 1, None, target, directed, sources, progress, device, checkpoint)
-    from blest.runtime.distributed import run_local_workers
+        sums, n, line = _share(
+            rank, size, comm, target, directed, sources, progress, None, checkpoint, reduce
+        )
+    elif _workers(gpus) <= 1:
+        sums, n, line = _share(
+            0, 1, None, target, directed, sources, progress, device, checkpoint, reduce
+        )
+    else:
+        from blest.runtime.distributed import run_local_workers
 
-    if sources is not None:  # ids checked here: an unknown one is the caller's error
-        sources = _Vertices(vertices_of(graph_of(target, directed=directed), sources))
-    return run_local_workers(_worker, workers, target, directed, sources, checkpoint)
+        if sources is not None:  # ids checked here: an unknown one is the caller's error
+            sources = _Vertices(vertices_of(graph_of(target, directed=directed), sources))
+        workers = _workers(gpus)
+        sums, n, line = run_local_workers(
+            _worker, workers, target, directed, sources, checkpoint, reduce
+        )
+    if report is not None and line is not None:
+        report(line)
+    return sums, n
 
 
 def closeness(
@@ -146,12 +170,15 @@ def closeness(
     gpus: int | str | None = None,
     progress: Progress | None = None,
     checkpoint: CheckpointPath | None = None,
+    reduce: bool = True,
+    report: Report | None = None,
 ) -> np.ndarray:
     """Exact closeness centrality of ``sources`` (default: every vertex, in id order), float64,
     as NetworkX's ``closeness_centrality`` defines it (distances to each vertex).
-    ``checkpoint``: a directory that keeps finished blocks, to resume (see the module
-    docstring)."""
-    sums, n = _sums_and_n(target, sources, directed, device, gpus, progress, checkpoint)
+    ``checkpoint``: a directory that keeps finished blocks, to resume; ``reduce``: the exact
+    reductions; ``report(line)``: how many BFSs they saved (see the module docstring)."""
+    options = (checkpoint, reduce, report)
+    sums, n = _sums_and_n(target, sources, directed, device, gpus, progress, *options)
     return closeness_from_sums(sums, n, wf_improved=wf_improved)
 
 
@@ -164,10 +191,14 @@ def harmonic(
     gpus: int | str | None = None,
     progress: Progress | None = None,
     checkpoint: CheckpointPath | None = None,
+    reduce: bool = True,
+    report: Report | None = None,
 ) -> np.ndarray:
     """Harmonic centrality of ``sources`` (default: every vertex): the sum over the other
-    vertices v of 1 / d(v, u), float64. ``checkpoint`` as in :func:`closeness`."""
-    sums, _ = _sums_and_n(target, sources, directed, device, gpus, progress, checkpoint)
+    vertices v of 1 / d(v, u), float64; ``checkpoint``, ``reduce`` and ``report`` as in
+    :func:`closeness`."""
+    options = (checkpoint, reduce, report)
+    sums, _ = _sums_and_n(target, sources, directed, device, gpus, progress, *options)
     return harmonic_from_sums(sums)
 
 
@@ -213,31 +244,58 @@ def _share(
     sources: Any,
     progress: Progress | None,
     device: Any,
-    checkpoint: str | None = None,
-) -> tuple[SourceSums, int]:
-    """The sums of every source on this process (its share computed here, the rest reduced
-    from the others) and n. ``device`` None in a worker or an MPI rank: the rank's own GPU."""
+    checkpoint: CheckpointPath | None = None,
+    reduce: bool = True,
+) -> tuple[SourceSums, int, str | None]:
+    """The sums of every source on this process (the plan's BFSs: this process's share
+    computed here, the rest reduced from the others, then expanded to every source), n, and
+    the plan's summary (rank 0, where a plan was made). ``device`` None in a worker or an MPI
+    rank: the rank's own GPU."""
     from blest.runtime.balance import share
     from blest.runtime.distributed import JobProgress, reduce_sums
 
     if device is None and size > 1:
         device = _device_of(rank)
     with engine_for(target, directed=directed, device=device) as eng:
-        users = _vertices(eng, sources)  # the vertices to BFS
+        users = _vertices(eng, sources)  # the vertices to score
+        plan, line = _plan(eng, users, reduce, size, checkpoint)
+        line = line if rank == 0 else None
+        bfs, pendant = plan.bfs, plan.pendant  # the vertices to BFS
         n, kappa = eng.n, _kappa(eng)
         if checkpoint is not None:
             from blest.checkpoint import run
 
-            return run(eng, users, checkpoint, kappa, rank, size, comm, progress), n
+            local = run(eng, bfs, checkpoint, kappa, rank, size, comm, progress, pendant)
+            return plan.expand(local), n, line
         if size == 1:
-            return eng.source_sums(users, progress=progress), n
-        every = np.arange(users.size, dtype=np.int64)
-        positions = share(eng.graph, eng.permutation.new_of_old, users, every, kappa, rank, size)
+            return plan.expand(eng.source_sums(bfs, progress=progress, pendant=pendant)), n, line
+        every = np.arange(bfs.size, dtype=np.int64)
+        positions = share(eng.graph, eng.permutation.new_of_old, bfs, every, kappa, rank, size)
         report = None
         if rank == 0 and progress is not None:
-            report = JobProgress(progress, users.size, 0, positions.size).within(0)
-        local = eng.source_sums(users[positions], progress=report)
-    return reduce_sums(comm, users.size, positions, local), n
+            report = JobProgress(progress, bfs.size, 0, positions.size).within(0)
+        local = eng.source_sums(bfs[positions], progress=report, pendant=pendant)
+    return plan.expand(reduce_sums(comm, bfs.size, positions, local)), n, line
+
+
+def _plan(
+    engine: Any, users: np.ndarray, reduce: bool, size: int, checkpoint: Any
+) -> tuple[SourcePlan, str | None]:
+    """The BFSs behind the sums of ``users`` (one per source without ``reduce``, or where the
+    dense form runs every vertex at once), and the line that says what was saved."""
+    if not reduce:
+        return SourcePlan.identity(users), None
+    if size == 1 and checkpoint is None and _all_at_once(engine, users):
+        return SourcePlan.identity(users), "every vertex at once (the dense form): no BFS saved"
+    plan = plan_sources(engine.graph, users)
+    return plan, plan.summary()
+
+
+def _all_at_once(engine: Any, users: np.ndarray) -> bool:
+    """Whether the engine runs the sums of ``users`` in the dense form (every vertex at once:
+    no BFS to save)."""
+    many = getattr(engine, "many", None)  # the GPU engine's many-source work
+    return many is not None and bool(many.all_at_once(users))
 
 
 @dataclass(frozen=True)
@@ -257,9 +315,16 @@ def _vertices(engine: Any, sources: Any) -> np.ndarray:
 
 
 def _worker(
-    rank: int, size: int, comm: Any, target: Any, directed: Any, sources: Any, checkpoint: Any
+    rank: int,
+    size: int,
+    comm: Any,
+    target: Any,
+    directed: Any,
+    sources: Any,
+    checkpoint: Any,
+    reduce: bool,
 ) -> Any:
-    return _share(rank, size, comm, target, directed, sources, None, None, checkpoint)
+    return _share(rank, size, comm, target, directed, sources, None, None, checkpoint, reduce)
 
 
 def _kappa(engine: Any) -> int:

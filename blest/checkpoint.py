@@ -56,11 +56,14 @@ BLOCK_ENV = "BLEST_CHECKPOINT_BLOCK"
 MANIFEST = "blest-checkpoint.json"
 BLOCK_NAME = re.compile(r"blest-block-[0-9a-f]{16}\.bin")
 FORMAT, BLOCK_FORMAT, VERSION = "blest-checkpoint", "blest-checkpoint-block", 1
-#: What the sums are: those of closeness and harmonic centrality.
+#: What the sums are: those of closeness and harmonic centrality (and, for the exact
+#: reductions, the pendant harmonic sums).
 SUMS = "distance, reach and harmonic sums of BFSs over in-arcs"
+PENDANT_SUMS = SUMS + ", and pendant harmonic sums"
 #: Largest manifest, and largest block header, read.
 MANIFEST_BYTES = HEADER_BYTES = 4096
-#: Bytes per source of a block: position, vertex, distance, reach, harmonic sum.
+#: Bytes per source of a block: position, vertex, distance, reach, harmonic sum (and the
+#: pendant harmonic sum, where the run asks for it: 8 more).
 SOURCE_BYTES = 40
 #: Bytes of an error message rank 0 sends the other ranks.
 MESSAGE_BYTES = 1024
@@ -90,17 +93,22 @@ class Finished:
 
 
 class Checkpoint:
-    """A checkpoint directory for the sums of ``users`` (vertices) on ``graph``."""
+    """A checkpoint directory for the sums of ``users`` (vertices) on ``graph``, with their
+    pendant harmonic sums when ``pendant``."""
 
-    def __init__(self, path: str | os.PathLike[str], graph: Any, users: np.ndarray) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], graph: Any, users: np.ndarray, pendant: bool = False
+    ) -> None:
         self.path = Path(path)
         self.users = np.ascontiguousarray(users, dtype=np.int64)
         self.n = int(graph.n)
+        self.pendant = bool(pendant)
+        self.columns = 6 if self.pendant else 5
         fields = {
             "format": FORMAT,
             "version": VERSION,
             "blest": __version__,
-            "sums": SUMS,
+            "sums": PENDANT_SUMS if self.pendant else SUMS,
             "graph": graph.content_hash(),
             "n": self.n,
             "directed": bool(graph.directed),
@@ -175,16 +183,18 @@ class Checkpoint:
     def write(self, positions: np.ndarray, sums: SourceSums) -> Path:
         """Publish the sums of the sources at ``positions`` as a new block file."""
         positions = np.ascontiguousarray(positions, dtype="<i8")
-        payload = b"".join(
-            np.ascontiguousarray(a, dtype=t).tobytes()
-            for a, t in (
-                (positions, "<i8"),
-                (self.users[positions], "<i8"),
-                (sums.dist, "<i8"),
-                (sums.reach, "<i8"),
-                (sums.harmonic, "<f8"),
-            )
-        )
+        columns = [
+            (positions, "<i8"),
+            (self.users[positions], "<i8"),
+            (sums.dist, "<i8"),
+            (sums.reach, "<i8"),
+            (sums.harmonic, "<f8"),
+        ]
+        if self.pendant:
+            if sums.pendant is None:
+                raise ValueError("this checkpoint keeps pendant sums: the block has none")
+            columns.append((sums.pendant, "<f8"))
+        payload = b"".join(np.ascontiguousarray(a, dtype=t).tobytes() for a, t in columns)
         header = {
             "format": BLOCK_FORMAT,
             "version": VERSION,
@@ -221,7 +231,7 @@ class Checkpoint:
                 else:
                     parts.append(block)
         if not parts:
-            return Finished(np.zeros(0, np.int64), SourceSums.zeros(0))
+            return Finished(np.zeros(0, np.int64), SourceSums.zeros(0, pendant=self.pendant))
         positions = np.concatenate([p for p, _ in parts])
         sums = SourceSums.concat([s for _, s in parts])
         order = np.argsort(positions, kind="stable")
@@ -237,7 +247,8 @@ class Checkpoint:
 
     def _read_block(self, path: Path) -> tuple[np.ndarray, SourceSums] | str:
         """The positions and sums of a block file, or why it is not used."""
-        data, why = _read_own(path, HEADER_BYTES + SOURCE_BYTES * self.users.size)
+        width = SOURCE_BYTES + (8 if self.pendant else 0)
+        data, why = _read_own(path, HEADER_BYTES + width * self.users.size)
         if data is None:
             return why
         end = data.find(b"\n", 0, HEADER_BYTES)
@@ -250,13 +261,14 @@ class Checkpoint:
         if header.get("version") != VERSION or header.get("manifest") != self.digest:
             return "written for another manifest"
         count, payload = header.get("count"), data[end + 1 :]
-        if type(count) is not int or count < 1 or len(payload) != SOURCE_BYTES * count:
+        if type(count) is not int or count < 1 or len(payload) != width * count:
             return "truncated"
         if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
             return "damaged (its checksum does not match)"
-        arrays = np.frombuffer(payload, dtype="<i8").reshape(5, count)
+        arrays = np.frombuffer(payload, dtype="<i8").reshape(self.columns, count)
         positions, vertices, dist, reach = (a.astype(np.int64) for a in arrays[:4])
         harmonic = arrays[4].view("<f8").astype(np.float64)
+        pendant = arrays[5].view("<f8").astype(np.float64) if self.pendant else None
         if positions.min() < 0 or positions.max() >= self.users.size:
             return "its positions lie outside the source list"
         if np.unique(positions).size != count or not np.array_equal(
@@ -264,13 +276,15 @@ class Checkpoint:
         ):
             return "its sources are not those of the source list"
         bad = (reach < 1) | (reach > self.n) | (dist < 0) | ~(harmonic >= 0)
+        if pendant is not None:
+            bad |= ~(pendant >= 0) | ~np.isfinite(pendant)
         if bad.any() or not np.isfinite(harmonic).all():
             return "its sums are out of range"
-        return positions, SourceSums(dist, reach, harmonic)
+        return positions, SourceSums(dist, reach, harmonic, pendant)
 
 
 def _bits(sums: SourceSums) -> np.ndarray:
-    return np.stack([sums.dist, sums.reach, sums.harmonic.view(np.int64)])
+    return np.stack([a.view(np.int64) for a in sums.arrays()])
 
 
 def _difference(found: dict, expected: dict) -> str:
@@ -333,15 +347,18 @@ def run(
     size: int = 1,
     comm: Any = None,
     progress: Any = None,
+    pendant: bool = False,
 ) -> SourceSums:
     """The sums of every vertex of ``users`` (the list to BFS, in the caller's order), on
     every rank, through the checkpoint at ``path``: the finished blocks are read (rank 0), the
     other positions shared by predicted cost (:func:`blest.runtime.balance.share`) and run a
     block at a time, each block published as soon as it is done. ``progress(done, total)``
-    (rank 0) counts the resumed sources as done."""
-    store = Checkpoint(path, engine.graph, users)
+    (rank 0) counts the resumed sources as done. ``pendant``: with the pendant harmonic sums
+    (the checkpoint says so in its manifest)."""
+    store = Checkpoint(path, engine.graph, users, pendant)
     total = int(store.users.size)
-    finished, message = Finished(np.zeros(0, np.int64), SourceSums.zeros(0)), ""
+    empty = SourceSums.zeros(0, pendant=pendant)
+    finished, message = Finished(np.zeros(0, np.int64), empty), ""
     if rank == 0:
         try:
             store.open()
@@ -365,7 +382,7 @@ def run(
     for at in range(0, mine.size, step):
         block = mine[at : at + step]
         inner = None if report is None else report.within(at)
-        sums = engine.source_sums(store.users[block], progress=inner)
+        sums = engine.source_sums(store.users[block], progress=inner, pendant=pendant)
         store.write(block, sums)
         parts.append(sums)
         if report is not None:

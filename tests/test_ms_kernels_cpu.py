@@ -4,7 +4,8 @@ warp collectives and the binary MMA emulated: every form (grid, block, smem, que
 memory, wholly in global memory, or spilling), buffers laid out as the runner lays them out for
 one slot. Levels against SciPy and the sums bit for bit against the CPU reference, on directed,
 undirected, disconnected and deep graphs, with repeated sources, eta never, sometimes and
-always bottom-up. The gpu-marked tests run every variant on the device."""
+always bottom-up; the pendant harmonic sums bit for bit too, where asked for (else a null
+pointer). The gpu-marked tests run every variant on the device."""
 
 from __future__ import annotations
 
@@ -52,8 +53,11 @@ def programs(tmp_path_factory):
     return {spec: build(render_ms(spec), MS_KERNEL, params, [], cache) for spec in SPECS}
 
 
-def run_batches(exe, spec: MSSpec, prep: Prepared, sources, eta: float, smem_queue: int = 0):
-    """Every batch of ``sources`` in one launch of one block (one slot); levels and sums."""
+def run_batches(
+    exe, spec: MSSpec, prep: Prepared, sources, eta: float, smem_queue: int = 0, pendant=True
+):
+    """Every batch of ``sources`` in one launch of one block (one slot); levels and sums (the
+    pendant sums when ``pendant``, else a null ``pend``)."""
     b, n, k = prep.bvss, prep.n, len(sources)
     rho = b.n_slice_sets
     nvi, dirty = spec.sigma * rho, (rho + 31) // 32
@@ -72,6 +76,7 @@ def run_batches(exe, spec: MSSpec, prep: Prepared, sources, eta: float, smem_que
         "dist": np.zeros(k, dtype=np.uint64),
         "reach": np.zeros(k, dtype=np.uint64),
         "harm": np.zeros(k, dtype=np.float64),
+        "pend": np.zeros(k, dtype=np.float64) if pendant else None,
     }
     if spec.expand == "csr":
         arrays["out_ptr"], arrays["out_idx"] = out_csr(np, prep, in_ptr, in_idx)
@@ -110,12 +115,17 @@ def test_levels_and_sums(programs, rng, spec):
             sources = rng.integers(0, graph.n, int(rng.integers(2, spec.kappa + 9)))
             sources[1] = sources[0]  # a repeat
             smem_queue = int(rng.choice([0, 3, 10_000])) if spec.form == "queue" else 0
-            out = run_batches(programs[spec], spec, prep, sources, eta, smem_queue)
+            pendant = eta != 2.0
+            out = run_batches(programs[spec], spec, prep, sources, eta, smem_queue, pendant)
             assert out["ctl"][CTL["error"]] == 0
             for i, s in enumerate(sources):
                 want = bfs_levels(graph, int(s))
                 np.testing.assert_array_equal(out["levels_out"][i], want, err_msg=f"{name} {eta}")
-            sums = source_sums(graph, sources, reverse=False)
+            sums = source_sums(graph, sources, reverse=False, pendant=True)
             assert out["dist"].astype(np.int64).tobytes() == sums.dist.tobytes()
             assert out["reach"].astype(np.int64).tobytes() == sums.reach.tobytes()
             assert out["harm"].tobytes() == sums.harmonic.tobytes()
+            assert sums.pendant is not None
+            assert ("pend" in out) == pendant
+            if pendant:
+                assert out["pend"].tobytes() == sums.pendant.tobytes(), (name, eta)

@@ -6,7 +6,9 @@ progress line with the time left is shown on a terminal, and plain lines every t
 otherwise (a log, a pipe); the scores are written atomically at the end, so Ctrl-C (honoured
 between kernel launches, a quarter second apart) leaves nothing. With ``--checkpoint DIR`` the
 sums of every finished block of sources are kept in DIR, and the same command run again after
-a Ctrl-C, a kill or a failure computes only the rest, with the same exact scores.
+a Ctrl-C, a kill or a failure computes only the rest, with the same exact scores. The exact
+reductions (isolated vertices, vertices of degree one and twins follow from other BFSs) are on
+unless ``--no-reduce``; a line says how many BFSs they saved.
 """
 
 from __future__ import annotations
@@ -76,6 +78,13 @@ def closeness_parser(sub: argparse._SubParsersAction) -> None:
         help="closeness without the (reach-1)/(n-1) scaling (default: scaled)",
     )
     c.add_argument(
+        "--no-reduce",
+        dest="reduce",
+        action="store_false",
+        help="one BFS per vertex scored: no exact reductions (default: isolated vertices, "
+        "vertices of degree one and twins follow from other BFSs, bit for bit)",
+    )
+    c.add_argument(
         "--gpus",
         default=None,
         help="'all' or a count: one worker process per GPU (default: one GPU)",
@@ -142,18 +151,14 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     eta = Eta(line, plain, "blest closeness", PLAIN_EVERY)
     t0 = time.perf_counter()
     keep = args.checkpoint
+    saved: list[str] = []
+    run = {"gpus": gpus, "progress": eta, "checkpoint": keep, "reduce": args.reduce,
+           "report": saved.append}  # fmt: skip
     try:
         if args.harmonic:
-            scores = bc.harmonic(target, sources, gpus=gpus, progress=eta, checkpoint=keep)
+            scores = bc.harmonic(target, sources, **run)
         else:
-            scores = bc.closeness(
-                target,
-                sources,
-                wf_improved=args.wf_improved,
-                gpus=gpus,
-                progress=eta,
-                checkpoint=keep,
-            )
+            scores = bc.closeness(target, sources, wf_improved=args.wf_improved, **run)
     except (KeyboardInterrupt, WorkerError):
         line.clear()
         if keep is not None and rank == 0:
@@ -170,9 +175,12 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     ids = sources if sources is not None else own_ids(target, config, scores.size)
     name = "harmonic" if args.harmonic else "closeness"
     vertex_scores(args.out, scores, ids, name)
-    if args.out != "-":
+    if args.out == "-":
+        say(*saved, file=sys.stderr)  # standard output holds the scores
+    else:
         say(
+            *saved,
             f"{name} of {scores.size:,} vertices in {time.perf_counter() - t0:.2f} s "
-            f"written to {args.out}"
+            f"written to {args.out}",
         )
     return 0

@@ -81,6 +81,7 @@ def ms_run_params() -> list[KernelParam]:
         KernelParam("u64*", "dist", "n_sources: sum of distances"),
         KernelParam("u64*", "reach", "n_sources: vertices reached, the source included"),
         KernelParam("double*", "harm", "n_sources: sum over levels L >= 1 of count_L / L"),
+        KernelParam("double*", "pend", "n_sources or null: sum of (count_L - [L == 1]) / (L + 1)"),
         KernelParam("double", "eta", "bottom-up when unvisited pairs / batch < eta * |Q|"),
     ]
 

@@ -6,7 +6,12 @@ A BFS from a source ``u`` is summarized by its level histogram ``cnt[L]`` (verti
 * ``reach = sum(cnt)`` (the source included) and ``dist = sum(L * cnt[L])``, exact int64;
 * ``harmonic = sum(cnt[L] / L for L >= 1)`` in float64, accumulated as
   ``h = 0.0; for L in 1, 2, ...: h += float(cnt[L]) / float(L)``. That order is part of the
-  contract: the GPU engine accumulates the same way, so both give the same bits.
+  contract: the GPU engine accumulates the same way, so both give the same bits;
+* on request, the *pendant* harmonic sum: the harmonic sum a vertex of degree one hanging off
+  ``u`` would get, ``p = 0.0; for L in 0, 1, ...: p += float(cnt[L] - (L == 1)) / float(L + 1)``
+  over the levels that hold vertices. A leaf ``v`` of ``u`` sees ``u`` at level 1 and the
+  vertices ``u`` sees at level ``L`` (but itself) at level ``L + 1``, so these are exactly the
+  terms, in exactly the order, of its own harmonic sum (:mod:`blest.graph.reductions`).
 
 Closeness and harmonic centrality of ``u`` measure distances *to* ``u`` (the convention of
 NetworkX's ``closeness_centrality`` and ``harmonic_centrality``), so on a directed graph the
@@ -67,63 +72,81 @@ class SourceSums:
         Number of vertices reached, the source included.
     harmonic : ndarray of float64, shape (k,)
         ``sum(cnt[L] / L)`` over ``L >= 1``, accumulated in increasing ``L``.
+    pendant : ndarray of float64, shape (k,), or None
+        The pendant harmonic sum (see the module docstring), where it was asked for.
     """
 
     dist: np.ndarray
     reach: np.ndarray
     harmonic: np.ndarray
+    pendant: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        arrays = (
+        arrays = [
             np.ascontiguousarray(self.dist, dtype=np.int64),
             np.ascontiguousarray(self.reach, dtype=np.int64),
             np.ascontiguousarray(self.harmonic, dtype=np.float64),
-        )
+        ]
+        names = ["dist", "reach", "harmonic"]
+        if self.pendant is not None:
+            arrays.append(np.ascontiguousarray(self.pendant, dtype=np.float64))
+            names.append("pendant")
         if any(a.ndim != 1 or a.shape != arrays[0].shape for a in arrays):
-            raise ValueError("dist, reach and harmonic must be 1-D arrays of one length")
-        for name, a in zip(("dist", "reach", "harmonic"), arrays, strict=True):
+            raise ValueError(f"{', '.join(names)} must be 1-D arrays of one length")
+        for name, a in zip(names, arrays, strict=True):
             object.__setattr__(self, name, a)
 
     def __len__(self) -> int:
         return int(self.dist.size)
 
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """``(dist, reach, harmonic)``, and ``pendant`` last where there is one."""
+        rest = () if self.pendant is None else (self.pendant,)
+        return (self.dist, self.reach, self.harmonic, *rest)
+
     @classmethod
-    def zeros(cls, k: int) -> SourceSums:
-        """``k`` sources, every sum zero (the identity of :meth:`concat` and of summation)."""
-        return cls(np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros(k, np.float64))
+    def zeros(cls, k: int, *, pendant: bool = False) -> SourceSums:
+        """``k`` sources, every sum zero (the identity of :meth:`concat` and of summation);
+        with a pendant sum of zeros when ``pendant``."""
+        return cls(
+            np.zeros(k, np.int64),
+            np.zeros(k, np.int64),
+            np.zeros(k, np.float64),
+            np.zeros(k, np.float64) if pendant else None,
+        )
 
     @classmethod
     def concat(cls, parts: Sequence[SourceSums]) -> SourceSums:
-        """The sums of several source lists, one after the other."""
+        """The sums of several source lists, one after the other (with pendant sums when every
+        part has them)."""
         if not parts:
             return cls.zeros(0)
+        pendants = [p.pendant for p in parts if p.pendant is not None]
         return cls(
             np.concatenate([p.dist for p in parts]),
             np.concatenate([p.reach for p in parts]),
             np.concatenate([p.harmonic for p in parts]),
+            np.concatenate(pendants) if len(pendants) == len(parts) else None,
         )
 
     def take(self, positions: Any) -> SourceSums:
         """The sums at ``positions`` (any NumPy index of the source axis)."""
-        return SourceSums(self.dist[positions], self.reach[positions], self.harmonic[positions])
+        return SourceSums(*(a[positions] for a in self.arrays()))
 
     def scatter(self, positions: Any, k: int) -> SourceSums:
         """Full-length sums of ``k`` sources: these at ``positions``, zero everywhere else."""
-        full = SourceSums.zeros(k)
-        full.dist[positions] = self.dist
-        full.reach[positions] = self.reach
-        full.harmonic[positions] = self.harmonic
+        full = SourceSums.zeros(k, pendant=self.pendant is not None)
+        for into, a in zip(full.arrays(), self.arrays(), strict=True):
+            into[positions] = a
         return full
 
     def identical(self, other: SourceSums) -> bool:
-        """True when both hold the same sources with bit-identical sums."""
-        return all(
+        """True when both hold the same sources with bit-identical sums (pendant sums
+        included: both or neither must have them)."""
+        mine, theirs = self.arrays(), other.arrays()
+        return len(mine) == len(theirs) and all(
             a.shape == b.shape and a.tobytes() == b.tobytes()
-            for a, b in zip(
-                (self.dist, self.reach, self.harmonic),
-                (other.dist, other.reach, other.harmonic),
-                strict=True,
-            )
+            for a, b in zip(mine, theirs, strict=True)
         )
 
 
@@ -253,19 +276,20 @@ def level_counts(levels: np.ndarray) -> np.ndarray:
     return counts[:, 1:]
 
 
-def sums_from_levels(levels: np.ndarray) -> SourceSums:
+def sums_from_levels(levels: np.ndarray, *, pendant: bool = False) -> SourceSums:
     """:class:`SourceSums` of each row of a ``(k, n)`` level array (-1 unreachable).
 
     ``harmonic`` is accumulated per row in increasing level order, ``0.0 + c1/1 + c2/2 + ...``
-    (a running sum along the row, never a pairwise sum), as the contract requires.
+    (a running sum along the row, never a pairwise sum), as the contract requires; so is the
+    pendant sum, when ``pendant``.
     """
-    return sums_from_counts(level_counts(levels))
+    return sums_from_counts(level_counts(levels), pendant=pendant)
 
 
-def sums_from_counts(counts: np.ndarray) -> SourceSums:
+def sums_from_counts(counts: np.ndarray, *, pendant: bool = False) -> SourceSums:
     """:class:`SourceSums` of per-row level histograms (int64 ``(k, width)``, ``counts[i, L]``
     vertices at level ``L``; trailing zeros change nothing), with the float operations of
-    :func:`sums_from_levels`."""
+    :func:`sums_from_levels`; with the pendant sums when ``pendant``."""
     counts = np.asarray(counts, dtype=np.int64)
     if counts.ndim != 2 or counts.shape[1] < 1:
         raise ValueError("counts must be a 2-D array with at least one column")
@@ -278,7 +302,18 @@ def sums_from_counts(counts: np.ndarray) -> SourceSums:
         harmonic = np.cumsum(terms, axis=1)[:, -1]
     else:
         harmonic = np.zeros(k, np.float64)
-    return SourceSums(dist, reach, harmonic)
+    return SourceSums(dist, reach, harmonic, _pendant(counts) if pendant else None)
+
+
+def _pendant(counts: np.ndarray) -> np.ndarray:
+    """Pendant harmonic sums of level histograms: ``(cnt[L] - (L == 1)) / (L + 1)`` over the
+    levels ``L >= 0`` that hold vertices, added in increasing ``L`` from 0.0 (a level that holds
+    none adds nothing; ``x + 0.0 == x``)."""
+    leaf = counts.copy()
+    if leaf.shape[1] > 1:
+        leaf[:, 1] = np.maximum(leaf[:, 1] - 1, 0)
+    terms = leaf / np.arange(1, counts.shape[1] + 1, dtype=np.float64)
+    return np.cumsum(terms, axis=1)[:, -1]
 
 
 def _chunk_rows(n: int, chunk: int | None) -> int:
@@ -290,7 +325,12 @@ def _chunk_rows(n: int, chunk: int | None) -> int:
 
 
 def source_sums(
-    graph: Graph, sources: Any, *, reverse: bool, chunk: int | None = None
+    graph: Graph,
+    sources: Any,
+    *,
+    reverse: bool,
+    chunk: int | None = None,
+    pendant: bool = False,
 ) -> SourceSums:
     """:class:`SourceSums` of a BFS from each source, in the order given.
 
@@ -304,6 +344,8 @@ def source_sums(
     chunk : int, optional
         Sources whose levels are held at once; by default as many as fit in
         :data:`LEVEL_BLOCK_BYTES` (at least one).
+    pendant : bool
+        Also the pendant harmonic sums (see the module docstring).
     """
     n = int(graph.n)
     srcs = as_sources(sources, n)
@@ -313,8 +355,8 @@ def source_sums(
     for at in range(0, srcs.size, rows):
         block = srcs[at : at + rows]
         levels = bfs_many_levels(graph, block, reverse=reverse, out=buf[: block.size])
-        parts.append(sums_from_levels(levels))
-    return SourceSums.concat(parts)
+        parts.append(sums_from_levels(levels, pendant=pendant))
+    return SourceSums.concat(parts) if parts else SourceSums.zeros(0, pendant=pendant)
 
 
 # ---------------------------------------------------------------------------- centrality

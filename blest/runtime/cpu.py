@@ -86,7 +86,9 @@ class CPUEngine(HostEngine):
     def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:
         return cpu_workers.bfs_many(self.graph, users, out, progress=progress)
 
-    def _source_sums(self, users: np.ndarray, progress: Progress | None) -> SourceSums:
+    def _source_sums(
+        self, users: np.ndarray, progress: Progress | None, pendant: bool
+    ) -> SourceSums:
         return cpu_workers.source_sums(
-            self.graph, users, reverse=self.graph.directed, progress=progress
+            self.graph, users, reverse=self.graph.directed, progress=progress, pendant=pendant
         )

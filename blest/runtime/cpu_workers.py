@@ -104,15 +104,16 @@ def source_sums(
     progress: Progress | None = None,
     workers: int | None = None,
     jit: bool | None = None,
+    pendant: bool = False,
 ) -> SourceSums:
     """:class:`SourceSums` of a BFS from each of ``users`` (checked ids; repeats allowed), in
-    their order; over in-arcs when ``reverse``. Bit-identical to
-    :func:`blest.reference.centrality.source_sums`. ``jit``: search compiled by Numba (None:
-    :func:`use_jit` decides)."""
+    their order; over in-arcs when ``reverse``; with the pendant harmonic sums when
+    ``pendant``. Bit-identical to :func:`blest.reference.centrality.source_sums`. ``jit``:
+    search compiled by Numba (None: :func:`use_jit` decides)."""
     if np.asarray(users).size == 0:
-        return SourceSums.zeros(0)
+        return SourceSums.zeros(0, pendant=pendant)
     uniq, inverse, trav, groups, weight = _plan(graph, users, reverse)
-    sums = SourceSums.zeros(uniq.size)
+    sums = SourceSums.zeros(uniq.size, pendant=pendant)
     done = [0]
     if jit is None:
         jit = use_jit(len(groups), int(graph.n))
@@ -125,14 +126,15 @@ def source_sums(
         members = groups[i]
         frame = make_frame(trav, int(members[0]))
         if bit_parallel_pays(trav, frame, members, levels=False, jit=jit):
-            part = sums_from_counts(count_group(frame, members))
+            part = sums_from_counts(count_group(frame, members), pendant=pendant)
         else:
-            part = centrality.source_sums(graph, members, reverse=reverse)
-        return part.dist, part.reach, part.harmonic
+            part = centrality.source_sums(graph, members, reverse=reverse, pendant=pendant)
+        return part.arrays()
 
     def collect(i: int, result: tuple[np.ndarray, ...], _slot: Any) -> None:
         at = np.searchsorted(uniq, groups[i])
-        sums.dist[at], sums.reach[at], sums.harmonic[at] = result
+        for into, got in zip(sums.arrays(), result, strict=True):
+            into[at] = got
         _advance(done, int(weight[at].sum()), inverse.size, progress)
 
     _run(len(groups), task, collect, _count(workers, len(groups)), None, IN_FLIGHT)

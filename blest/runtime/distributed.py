@@ -155,7 +155,7 @@ def reduce_sums(comm: Any, n_sources: int, positions: Any, local: SourceSums) ->
     positions : array of int
         Positions (in the full list) of this rank's sources, in the order of ``local``.
     local : SourceSums
-        This rank's sums.
+        This rank's sums (with pendant sums on every rank or on none).
     """
     positions = np.asarray(positions, dtype=np.int64)
     if positions.shape != (len(local),):
@@ -163,11 +163,11 @@ def reduce_sums(comm: Any, n_sources: int, positions: Any, local: SourceSums) ->
     full = local.scatter(positions, _check_count("n_sources", n_sources, 0))
     op = _sum_op(comm)
     ints = np.stack([full.dist, full.reach])
-    ints_out = np.empty_like(ints)
-    floats_out = np.empty_like(full.harmonic)
+    floats = np.stack(full.arrays()[2:])  # harmonic, and pendant where there is one
+    ints_out, floats_out = np.empty_like(ints), np.empty_like(floats)
     comm.Allreduce(ints, ints_out, op=op)
-    comm.Allreduce(full.harmonic, floats_out, op=op)
-    return SourceSums(ints_out[0], ints_out[1], floats_out)
+    comm.Allreduce(floats, floats_out, op=op)
+    return SourceSums(ints_out[0], ints_out[1], *floats_out)
 
 
 def contiguous_ranges(n_sources: int, align: int, size: int) -> list[tuple[int, int]]:

@@ -117,7 +117,9 @@ class EmulatedEngine(HostEngine):
                 progress(i + 1, users.size)
         return out
 
-    def _source_sums(self, users: np.ndarray, progress: Progress | None) -> SourceSums:
+    def _source_sums(
+        self, users: np.ndarray, progress: Progress | None, pendant: bool
+    ) -> SourceSums:
         """Sums of emulated traversals over in-arcs (the reversed graph when directed)."""
         if self._reverse is None:
             rev = self.prepared.reversed()
@@ -130,7 +132,7 @@ class EmulatedEngine(HostEngine):
         parts = []
         for i, u in enumerate(users):
             self._reverse.bfs(int(u), out=row[0])
-            parts.append(sums_from_levels(row))
+            parts.append(sums_from_levels(row, pendant=pendant))
             if progress is not None:
                 progress(i + 1, users.size)
-        return SourceSums.concat(parts)
+        return SourceSums.concat(parts) if parts else SourceSums.zeros(0, pendant=pendant)

@@ -377,15 +377,20 @@ class Engine(BFSEngine):
             return self.many.bfs_many(users, result, progress)
 
     def source_sums(
-        self, sources: Sources | None = None, *, progress: Progress | None = None
+        self,
+        sources: Sources | None = None,
+        *,
+        progress: Progress | None = None,
+        pendant: bool = False,
     ) -> SourceSums:
         """Per vertex of ``sources`` (default: every vertex): the exact sum of distances *to*
-        it, the number of vertices that reach it (itself included) and the harmonic sum."""
+        it, the number of vertices that reach it (itself included) and the harmonic sum; with
+        ``pendant``, also the pendant harmonic sum (:mod:`blest.reference.centrality`)."""
         self._check_open()
         users = arguments.centrality_sources(sources, self.n)
         with self._lock:
             self._served.stop()
-            return self.many.source_sums(users, progress)
+            return self.many.source_sums(users, progress, pendant=pendant)
 
     def closeness(
         self,

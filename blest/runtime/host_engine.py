@@ -174,12 +174,16 @@ class HostEngine:
         result = arguments.many_out(out, users.size, self.n)
         return self._bfs_many(users, result, progress)
 
-    def source_sums(self, sources: Any = None, *, progress: Progress | None = None) -> SourceSums:
+    def source_sums(
+        self, sources: Any = None, *, progress: Progress | None = None, pendant: bool = False
+    ) -> SourceSums:
         """Per vertex of ``sources`` (default: every vertex): the exact sum of distances *to*
         it, the number of vertices that reach it (itself included) and the harmonic sum, from
-        BFSs over in-arcs (the arcs themselves on an undirected graph)."""
+        BFSs over in-arcs (the arcs themselves on an undirected graph); with ``pendant``, also
+        the pendant harmonic sum (:mod:`blest.reference.centrality`)."""
         self._check_open()
-        return self._source_sums(arguments.centrality_sources(sources, self.n), progress)
+        users = arguments.centrality_sources(sources, self.n)
+        return self._source_sums(users, progress, pendant)
 
     def closeness(
         self, sources: Any = None, *, wf_improved: bool = True, progress: Progress | None = None
@@ -249,7 +253,9 @@ class HostEngine:
     def _bfs_many(self, users: np.ndarray, out: np.ndarray, progress: Progress | None) -> Any:
         raise NotImplementedError
 
-    def _source_sums(self, users: np.ndarray, progress: Progress | None) -> SourceSums:
+    def _source_sums(
+        self, users: np.ndarray, progress: Progress | None, pendant: bool
+    ) -> SourceSums:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ lifetime

@@ -251,22 +251,31 @@ class ManySources:
                 out[order[start:stop]] = window[: stop - start].get()
         return out
 
-    def source_sums(self, users: np.ndarray, progress: Progress | None) -> SourceSums:
-        """Exact sums of BFSs over in-arcs from every source (the caller's order)."""
+    def all_at_once(self, users: np.ndarray) -> bool:
+        """Whether the sums of ``users`` run in the dense form: every vertex in id order, and
+        the dense runner is chosen (:meth:`dense_runner`)."""
+        return users.size == self.n and _is_every_vertex(users) and self.dense_runner() is not None
+
+    def source_sums(
+        self, users: np.ndarray, progress: Progress | None, *, pendant: bool = False
+    ) -> SourceSums:
+        """Exact sums of BFSs over in-arcs from every source (the caller's order); with the
+        pendant harmonic sums when ``pendant`` (the batched kernels give them, the dense form
+        does not: such a call runs batched)."""
         new_of_old = np.asarray(self.prepared.permutation.new_of_old)
         directed = self.prepared.graph.directed
         if users.size == self.n and _is_every_vertex(users):
             # Every vertex: internal ids 0 .. n-1 in order, user u's at new_of_old[u]. The
             # dense form's per-target sums over all sources are these sums (distances to each
             # vertex).
-            dense = self.dense_runner()
+            dense = None if pendant else self.dense_runner()
             if dense is not None:
                 return dense.sums(progress=progress).take(new_of_old)
             runner = self.runner(reverse=directed)
-            return runner.source_sums(None, progress).take(new_of_old)
+            return runner.source_sums(None, progress, pendant=pendant).take(new_of_old)
         runner = self.runner(reverse=directed)
         internal, order = self._sorted(users)
-        sums = runner.source_sums(internal, progress)
+        sums = runner.source_sums(internal, progress, pendant=pendant)
         inverse = np.empty_like(order)
         inverse[order] = np.arange(order.size)
         return sums.take(inverse)

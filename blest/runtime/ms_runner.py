@@ -5,12 +5,13 @@ variant and keeps the per-slot buffers: one slot for the grid form, one per resi
 block for the block form (as many as fit in a share of the free memory), none for the smem
 form (each resident block keeps its batch in shared memory), and for the queue form one global
 overflow queue pair per resident block (its visited bits and the head of its queues are in
-shared memory). :meth:`MSRunner.run`
-takes internal source ids and returns, per source, the exact sum of distances, the reach and
-the harmonic sum; with ``levels`` it also writes each source's levels (user ids) into rows of a
-device array. Launches cover a range of batches each, sized to take about a quarter second, so
-that progress is reported and Ctrl-C is honoured between them. The module is a
-:class:`~blest.runtime.device_program.DeviceProgram` whose run arguments are rebound at each launch.
+shared memory). :meth:`MSRunner.run` takes internal source ids and returns, per source, the
+exact sum of distances, the reach and the harmonic sum (and, when asked, the pendant harmonic
+sum of :mod:`blest.reference.centrality`); with ``levels`` it also writes each source's levels
+(user ids) into rows of a device array. Launches cover a range of batches each, sized to take
+about a quarter second, so that progress is reported and Ctrl-C is honoured between them. The
+module is a :class:`~blest.runtime.device_program.DeviceProgram` whose run arguments are
+rebound at each launch.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class MSRunner:
             self._allocate(max_slots)
             self._bind()
         self.last_run: MSRun | None = None
-        self._sums_buffers: tuple | None = None  # (k, device buffer, its rows, pinned host)
+        self._sums_buffers: tuple | None = None  # ((k, rows), device buffer, rows, pinned host)
         self._every_vertex: Any = None  # 0 .. n-1 on the device, once asked for
 
     # ------------------------------------------------------------------ set-up
@@ -172,6 +173,7 @@ class MSRunner:
             "dist": np.uint64(0),
             "reach": np.uint64(0),
             "harm": np.uint64(0),
+            "pend": np.uint64(0),
             "eta": np.float64(self.eta),
         }
         self._program.bind({**self._graph, **self._state, **run})
@@ -257,14 +259,15 @@ class MSRunner:
         levels: Any = None,
         out_first: int = 0,
         batches: tuple[int, int] | None = None,
-        sums: tuple[Any, Any, Any] | None = None,
+        sums: tuple[Any, ...] | None = None,
         progress: Callable[[int, int], None] | None = None,
-    ) -> tuple[Any, Any, Any]:
+    ) -> tuple[Any, ...]:
         """BFS from every internal id in ``sources`` (a NumPy or CuPy array), kappa at a time,
         in the given order.
 
-        Returns device arrays ``(dist, reach, harm)`` of length ``len(sources)`` (uint64,
-        uint64, float64), or adds into ``sums`` when given. ``batches`` limits the run to batches
+        Returns device arrays ``(dist, reach, harm, pend)`` of length ``len(sources)`` (uint64,
+        uint64, float64, and None), or adds into ``sums`` when given (its ``pend``, when not
+        None, receives the pendant harmonic sums). ``batches`` limits the run to batches
         ``[first, last)``; ``levels`` (a device int32 array of rows of n, pre-filled with -1)
         receives the levels of sources ``out_first, out_first + 1, ...`` in user ids.
         ``progress(done, total)`` is called after each launch with source counts.
@@ -294,26 +297,37 @@ class MSRunner:
         return sums
 
     def source_sums(
-        self, sources: np.ndarray | None, progress: Callable[[int, int], None] | None = None
+        self,
+        sources: np.ndarray | None,
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        pendant: bool = False,
     ) -> SourceSums:
         """The sums of BFSs from ``sources`` (internal ids; None: every vertex in id order) on
-        the host, fetched in one copy."""
+        the host, fetched in one copy; with the pendant harmonic sums when ``pendant``."""
         cp = self._cp
         with cp.cuda.Device(self.device_id):
             if sources is None:
                 if self._every_vertex is None:
                     self._every_vertex = cp.arange(self.n, dtype=cp.int32)
                 sources = self._every_vertex
-            k = int(len(sources))
-            if self._sums_buffers is None or self._sums_buffers[0] != k:
-                packed, sums = _packed_sums(cp, k)
-                self._sums_buffers = (k, packed, sums, pinned_array(cp, 3 * k, np.uint64))
+            k, rows = int(len(sources)), 4 if pendant else 3
+            if self._sums_buffers is None or self._sums_buffers[0] != (k, rows):
+                packed, sums = _packed_sums(cp, k, pendant)
+                host = pinned_array(cp, rows * k, np.uint64)
+                self._sums_buffers = ((k, rows), packed, sums, host)
             _, packed, sums, host = self._sums_buffers
             packed.data.memset_async(0, packed.nbytes)
             self.run(sources, sums=sums, progress=progress)
-            packed.get(out=host.reshape(3, k))
-            got = host.reshape(3, k).copy()  # the staging buffer is reused by the next call
-        return SourceSums(got[0].view(np.int64), got[1].view(np.int64), got[2].view(np.float64))
+            packed.get(out=host.reshape(rows, k))
+            got = host.reshape(rows, k).copy()  # the staging buffer is reused by the next call
+        floats = got[2:].view(np.float64)
+        return SourceSums(
+            got[0].view(np.int64),
+            got[1].view(np.int64),
+            floats[0],
+            floats[1] if pendant else None,
+        )
 
     def _launch(
         self, src: Any, k: int, b0: int, b1: int, levels: Any, out_first: int, sums
@@ -330,6 +344,7 @@ class MSRunner:
             dist=sums[0],
             reach=sums[1],
             harm=sums[2],
+            pend=np.uint64(0) if len(sums) < 4 or sums[3] is None else sums[3],
         )
         t0 = time.perf_counter()
         self._program.launch("ms")
@@ -386,7 +401,9 @@ def _next_step(step: int, done: int, seconds: float, slots: int, form: str) -> i
     return want
 
 
-def _packed_sums(cp: Any, k: int) -> tuple[Any, tuple[Any, Any, Any]]:
-    """One zeroed (3, k) device buffer and its rows as (dist, reach, harm) arrays."""
-    packed = cp.zeros((3, k), dtype=cp.uint64)
-    return packed, (packed[0], packed[1], packed[2].view(cp.float64))
+def _packed_sums(cp: Any, k: int, pendant: bool = False) -> tuple[Any, tuple[Any, ...]]:
+    """One zeroed (3, k) device buffer, (4, k) with ``pendant``, and its rows as (dist, reach,
+    harm, pend) arrays (pend None without ``pendant``)."""
+    packed = cp.zeros((4 if pendant else 3, k), dtype=cp.uint64)
+    pend = packed[3].view(cp.float64) if pendant else None
+    return packed, (packed[0], packed[1], packed[2].view(cp.float64), pend)
