@@ -19,6 +19,7 @@ from blest import checkpoint as ck
 from blest.defaults import DEFAULT_KAPPA
 from blest.errors import CheckpointError
 from blest.graph.core import Graph
+from blest.graph.reductions import plan_sources
 from blest.reference.centrality import SourceSums, source_sums
 from blest.runtime.distributed import SUM, WorkerError
 
@@ -47,6 +48,12 @@ def stopper(after: int):
             raise Stop
 
     return progress, seen
+
+
+def bfs_count(g, sources=None) -> int:
+    """The BFSs a reduced run makes (what the checkpoint's blocks and progress count)."""
+    users = np.arange(g.n) if sources is None else np.asarray(sources)
+    return int(plan_sources(g, users).bfs.size)
 
 
 def blocks(path) -> list[str]:
@@ -89,11 +96,14 @@ def test_a_stopped_run_resumes_to_the_same_bits(tmp_path, rng, make):
     progress, seen = stopper(g.n)
     got = bc.closeness(g, checkpoint=path, progress=progress)
     assert got.tobytes() == bc.closeness(g).tobytes()
-    assert seen[0] == (2 * KAPPA, g.n) and seen[-1] == (g.n, g.n)  # resumed ones count as done
-    assert len(blocks(path)) == -(-g.n // KAPPA)
+    total = bfs_count(g)
+    assert seen[0] == (2 * KAPPA, total) and seen[-1] == (total, total)  # resumed count as done
+    assert len(blocks(path)) == -(-total // KAPPA)
     harmonic = bc.harmonic(g, checkpoint=path)  # the same sums: nothing computed again
     assert harmonic.tobytes() == bc.harmonic(g).tobytes()
-    assert len(blocks(path)) == -(-g.n // KAPPA)
+    assert len(blocks(path)) == -(-total // KAPPA)
+    unreduced = bc.closeness(g, reduce=False)  # the reductions change no bit
+    assert unreduced.tobytes() == got.tobytes()
 
 
 def test_sources_with_repeats_resume(tmp_path, rng, graph):
@@ -111,7 +121,7 @@ def test_local_workers_write_their_blocks_and_resume(tmp_path, rng, graph):
     interrupted(graph, path, after=2 * KAPPA)
     got = bc.closeness(graph, checkpoint=path, gpus=2)
     assert got.tobytes() == bc.closeness(graph).tobytes()
-    assert len(blocks(path)) == -(-graph.n // KAPPA)
+    assert len(blocks(path)) == -(-bfs_count(graph) // KAPPA)
     again = bc.closeness(graph, checkpoint=path, gpus=3)  # all done: read back only
     assert again.tobytes() == got.tobytes()
 
@@ -141,7 +151,12 @@ def test_another_graph_or_source_list_is_refused(tmp_path, rng, graph):
     with pytest.raises(CheckpointError, match="another graph"):
         bc.closeness(other, checkpoint=path)
     with pytest.raises(CheckpointError, match="another list of sources"):
-        bc.closeness(graph, np.arange(graph.n)[::-1], checkpoint=path)
+        bc.closeness(graph, np.arange(graph.n // 2), checkpoint=path)
+    with pytest.raises(CheckpointError, match="another list of sources"):  # unreduced: n BFSs
+        bc.closeness(graph, checkpoint=path, reduce=False)
+    backwards = np.arange(graph.n)[::-1]  # the same BFSs (the plan's are sorted): resumed
+    got = bc.closeness(graph, backwards, checkpoint=tmp_path / "ck2")
+    assert got.tobytes() == bc.closeness(graph)[::-1].tobytes()
     with pytest.raises(WorkerError, match="another graph"):
         bc.closeness(other, checkpoint=path, gpus=2)
     manifest = json.loads((path / ck.MANIFEST).read_text())
@@ -276,7 +291,9 @@ def test_links_and_strays_are_ignored(tmp_path, graph):
 
 def test_a_block_of_another_checkpoint_is_not_used(tmp_path, graph):
     interrupted(graph, tmp_path / "a", after=KAPPA)
-    sources = np.arange(graph.n)[::-1]
+    sources = np.arange(graph.n // 2)  # another list of BFSs
+    full, half = (plan_sources(graph, s).bfs for s in (np.arange(graph.n), sources))
+    assert not np.array_equal(full, half)
     interrupted(graph, tmp_path / "b", after=KAPPA, sources=sources)
     name = blocks(tmp_path / "b")[0]
     os.rename(tmp_path / "b" / name, tmp_path / "a" / name)
