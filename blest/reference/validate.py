@@ -93,6 +93,7 @@ def validate_batch(
     if parents is not None:
         tree = np.empty((n, len(checked)), dtype=np.int32)
         for i, (_, _, par) in enumerate(checked):
+            assert par is not None  # parents were given for every result
             tree[:, i] = par
     low = np.empty_like(keys)
     found = np.zeros(keys.shape, dtype=bool)
