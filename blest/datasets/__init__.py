@@ -5,7 +5,8 @@ GAP kron), :func:`uniform` (GAP urand), :func:`delaunay`, :func:`random_geometri
 :func:`road_like` (a road-network stand-in: a perturbed grid). The bundled example is the
 OpenStreetMap road network of Luxembourg from the SuiteSparse Matrix Collection (DIMACS10): 114,599
 vertices, 239,332 arcs, hundreds of BFS levels (see ``data/README.md`` for the citation and
-license)."""
+license).
+"""
 
 from __future__ import annotations
 
