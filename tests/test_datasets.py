@@ -97,6 +97,34 @@ def test_kronecker_size_and_heavy_tail():
     assert top > 0.05 * g.nnz
 
 
+def _kronecker_one_stream(scale, edge_factor, seed, block):
+    """kronecker's arcs drawn block after block from one stream (the definition its threads
+    must reproduce)."""
+    n, m = 1 << scale, (1 << scale) * edge_factor
+    rng = np.random.default_rng(seed)
+    t = [np.uint32(int(x * 2**32)) for x in (0.57, 0.57 + 0.19, 0.57 + 0.19 + 0.19)]
+    src, dst = np.zeros(m, np.int64), np.zeros(m, np.int64)
+    for lo in range(0, m, block):
+        k = min(lo + block, m) - lo
+        for _ in range(scale):
+            r = rng.bit_generator.random_raw((k + 1) // 2).view(np.uint32)[:k]
+            q = (r >= t[0]).astype(np.int64) + (r >= t[1]) + (r >= t[2])
+            src[lo : lo + k] = 2 * src[lo : lo + k] + (q >> 1)
+            dst[lo : lo + k] = 2 * dst[lo : lo + k] + (q & 1)
+    perm = rng.permutation(n)
+    return perm[src], perm[dst]
+
+
+@pytest.mark.parametrize("block,edge_factor", [(1000, 7), (4096, 4), (1 << 22, 3)])
+def test_kronecker_blocks_in_threads_follow_one_stream(monkeypatch, block, edge_factor):
+    import blest.datasets.generators as gen
+
+    monkeypatch.setattr(gen, "_BLOCK", block)
+    src, dst = _kronecker_one_stream(10, edge_factor, 9, block)
+    want = Graph.from_arcs(src, dst, 1 << 10, directed=True)
+    assert _same(kronecker(10, edge_factor, seed=9, directed=True), want)
+
+
 def test_kronecker_ids_are_permuted():
     # Unpermuted, the quadrant (0, 0) is the most likely at every level: vertex 0 is the hub.
     raw = kronecker(12, 16, seed=3, permute=False)

@@ -10,6 +10,7 @@ benchmark seed (:data:`blest.defaults.SOURCE_SEED`). Arcs go through
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -33,6 +34,20 @@ DEFAULT_SEED = SOURCE_SEED
 # Edges generated per block: bounds the temporaries and keeps the random stream (and so the
 # graph) independent of the machine. Changing it changes every generated graph.
 _BLOCK = 1 << 22
+
+
+def _in_threads(work: Callable[[int], None], count: int) -> None:
+    """``work(0) .. work(count - 1)`` on every core (NumPy releases the GIL)."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    if count <= 1:
+        for j in range(count):
+            work(j)
+        return
+    with ThreadPoolExecutor(min(count, os.cpu_count() or 1)) as pool:
+        for _ in pool.map(work, range(count)):
+            pass
 
 
 def _check_scale(scale: int) -> int:
@@ -85,17 +100,31 @@ def kronecker(
     rng = np.random.default_rng(seed)
     # One 32-bit uniform draw r per edge and level (raw PCG64 output, fastest to make); the
     # quadrant q = [r >= a] + [r >= a+b] + [r >= a+b+c] is 0..3: src bit q >> 1, dst bit q & 1.
+    # Block j of _BLOCK edges reads its draws from where the one stream has reached after the
+    # blocks before it (PCG64.advance), so blocks run in parallel threads and the graph is the
+    # stream's, whatever the threads; the permutation is drawn after every block's draws.
     t_a, t_ab, t_abc = (np.uint32(min(int(t * 2**32), 2**32 - 1)) for t in (a, a + b, a + b + c))
     src = np.empty(m, dtype=np.int32)
     dst = np.empty(m, dtype=np.int32)
-    q = np.empty(min(m, _BLOCK), dtype=np.uint8)
-    for lo in range(0, m, _BLOCK):
+    start = rng.bit_generator.state
+    blocks = range(0, m, _BLOCK)
+    draws = [scale * ((min(lo + _BLOCK, m) - lo + 1) // 2) for lo in blocks]
+    offsets = np.concatenate([[0], np.cumsum(draws, dtype=np.int64)])
+    rng.bit_generator.advance(int(offsets[-1]))
+    perm = rng.permutation(n).astype(np.int32) if permute else None
+
+    def block(j: int) -> None:
+        lo = blocks[j]
         k = min(lo + _BLOCK, m) - lo
-        s, d, qk = src[lo : lo + k], dst[lo : lo + k], q[:k]
+        stream = np.random.PCG64()
+        stream.state = start
+        stream.advance(int(offsets[j]))
+        s, d = src[lo : lo + k], dst[lo : lo + k]
+        qk = np.empty(k, dtype=np.uint8)
         s[:] = 0
         d[:] = 0
         for _ in range(scale):
-            r = rng.bit_generator.random_raw((k + 1) // 2).view(np.uint32)[:k]
+            r = stream.random_raw((k + 1) // 2).view(np.uint32)[:k]
             np.greater_equal(r, t_a, out=qk.view(bool))
             qk += (r >= t_ab).view(np.uint8)
             qk += (r >= t_abc).view(np.uint8)
@@ -103,10 +132,11 @@ def kronecker(
             s |= qk >> 1
             d <<= 1
             d |= qk & 1
-    if permute:
-        perm = rng.permutation(n).astype(np.int32)
-        src = perm[src]
-        dst = perm[dst]
+        if perm is not None:
+            np.take(perm, s, out=s, mode="clip")
+            np.take(perm, d, out=d, mode="clip")
+
+    _in_threads(block, len(blocks))
     return Graph.from_arcs(src, dst, n, directed=directed, source=f"kronecker(scale={scale})")
 
 
