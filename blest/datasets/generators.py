@@ -98,6 +98,8 @@ def kronecker(
     n = 1 << scale
     m = n * edge_factor
     rng = np.random.default_rng(seed)
+    bits = rng.bit_generator
+    assert isinstance(bits, np.random.PCG64)  # default_rng's: it can advance
     # One 32-bit uniform draw r per edge and level (raw PCG64 output, fastest to make); the
     # quadrant q = [r >= a] + [r >= a+b] + [r >= a+b+c] is 0..3: src bit q >> 1, dst bit q & 1.
     # Block j of _BLOCK edges reads its draws from where the one stream has reached after the
@@ -106,18 +108,18 @@ def kronecker(
     t_a, t_ab, t_abc = (np.uint32(min(int(t * 2**32), 2**32 - 1)) for t in (a, a + b, a + b + c))
     src = np.empty(m, dtype=np.int32)
     dst = np.empty(m, dtype=np.int32)
-    start = rng.bit_generator.state
+    start = bits.state
     blocks = range(0, m, _BLOCK)
     draws = [scale * ((min(lo + _BLOCK, m) - lo + 1) // 2) for lo in blocks]
     offsets = np.concatenate([[0], np.cumsum(draws, dtype=np.int64)])
-    rng.bit_generator.advance(int(offsets[-1]))
+    bits.advance(int(offsets[-1]))
     perm = rng.permutation(n).astype(np.int32) if permute else None
 
     def block(j: int) -> None:
         lo = blocks[j]
         k = min(lo + _BLOCK, m) - lo
         stream = np.random.PCG64()
-        stream.state = start
+        stream.state = start  # type: ignore[assignment]
         stream.advance(int(offsets[j]))
         s, d = src[lo : lo + k], dst[lo : lo + k]
         qk = np.empty(k, dtype=np.uint8)
