@@ -103,9 +103,11 @@ def _gpu_used() -> tuple[int, int] | None:
 
 
 class Stage:
-    """Wall time, peak host RSS and peak GPU memory of the block it wraps."""
+    """Wall time, peak host RSS and peak GPU memory of the block it wraps; ``period_s=None``
+    samples nothing (a timed stage: no thread beside the calls), so the GPU peak is the larger
+    of the start and the end."""
 
-    def __init__(self, period_s: float = 0.02) -> None:
+    def __init__(self, period_s: float | None = 0.02) -> None:
         self.period_s = period_s
         self.record: dict[str, Any] = {}
 
@@ -117,11 +119,13 @@ class Stage:
         self._gpu_start = start
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
+        if self.period_s is not None:
+            self._thread.start()
         self._t0 = time.perf_counter()
         return self
 
     def _sample(self) -> None:
+        assert self.period_s is not None
         while not self._stop.wait(self.period_s):
             self._rss_max = max(self._rss_max, _status_kib("VmRSS") or 0)
             if self._gpu_max is not None:
@@ -132,7 +136,8 @@ class Stage:
     def __exit__(self, *exc: object) -> None:
         seconds = time.perf_counter() - self._t0
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
         rss = _status_kib("VmRSS") or 0
         hwm = _status_kib("VmHWM") if self._exact else None
         peak = max(hwm or 0, self._rss_max, rss)
@@ -189,17 +194,19 @@ class Run:
             return False
         return True
 
-    def stage(self, graph: str, stage: str, **extra: Any) -> _StageContext:
-        return _StageContext(self, graph, stage, extra)
+    def stage(self, graph: str, stage: str, sample: bool = True, **extra: Any) -> _StageContext:
+        return _StageContext(self, graph, stage, extra, sample)
 
 
 class _StageContext:
     """``with run.stage(graph, name) as info:`` measures the block, then writes its record
     (with whatever the block put in ``info``)."""
 
-    def __init__(self, run: Run, graph: str, name: str, extra: dict[str, Any]) -> None:
+    def __init__(
+        self, run: Run, graph: str, name: str, extra: dict[str, Any], sample: bool
+    ) -> None:
         self.run, self.graph, self.name, self.info = run, graph, name, dict(extra)
-        self.meter = Stage()
+        self.meter = Stage(0.02 if sample else None)
 
     def __enter__(self) -> dict[str, Any]:
         self.meter.__enter__()
@@ -349,7 +356,7 @@ def run_graph(name: str, args: argparse.Namespace, run: Run) -> list[dict]:
                         prepared, spec, eta=eta, geometry=Geometry(1024, 1, None, 0), device="gpu"
                     )
                 try:
-                    with run.stage(name, "time", **tag) as info:
+                    with run.stage(name, "time", sample=False, **tag) as info:
                         row = bench_engine(eng, graph, sources, name).to_dict()
                         info.update(traversal_ms=row["traversal_ms"], gteps=row["gteps"])
                     row.update(base, **prep, gpu=require_gpu()[2], eta=eta, kind="timing")

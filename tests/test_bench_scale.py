@@ -41,6 +41,9 @@ def test_stage_records_time_and_memory():
     assert rec["seconds"] > 0 and rec["host_peak_gib"] >= rec["host_rss_gib"] * 0.5
     assert rec["host_peak_gib"] > 0.015
     assert "gpu_peak_gib" not in rec or rec["gpu_peak_gib"] >= 0
+    with scale.Stage(period_s=None) as quiet:  # a timed stage: no sampling thread
+        pass
+    assert quiet.record["seconds"] >= 0 and not quiet._thread.is_alive()
 
 
 def test_run_writes_lines_as_it_goes_and_stops_at_the_budget(tmp_path):
