@@ -2,8 +2,9 @@
 
 ``anchor_graph(name)`` returns the :class:`blest.Graph` of an anchor graph: the generated ones
 (``kron-21``, ``urand-20``, ``delaunay-20`` and their ``--quick`` variants ``kron-16``,
-``urand-16``, ``delaunay-16``; any ``kron-S`` / ``urand-S`` / ``delaunay-S`` works) are made with
-the benchmark seed and cached as ``.npz`` under ``cache_dir`` so that repeated runs
+``urand-16``, ``delaunay-16``; any ``kron-S`` / ``urand-S`` / ``delaunay-S`` works, and
+``road-S``, the road-network stand-in :func:`blest.datasets.road_like` on 2^S vertices) are made
+with the benchmark seed and cached as ``.npz`` under ``cache_dir`` so that repeated runs
 reuse them; the real ones (``luxembourg_osm``, ``musae_facebook``) are read from ``shared/data``
 next to or above the repository.
 
@@ -26,7 +27,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 
-from blest.datasets import DEFAULT_SEED, delaunay, kronecker, uniform  # noqa: E402
+from blest.datasets import DEFAULT_SEED, delaunay, kronecker, road_like, uniform  # noqa: E402
 from blest.graph.core import Graph  # noqa: E402
 
 __all__ = [
@@ -71,7 +72,7 @@ QUICK: dict[str, str] = {
     "musae_facebook": "musae_facebook",
 }
 
-_GENERATED = re.compile(r"^(kron|urand|delaunay)-(\d+)$")
+_GENERATED = re.compile(r"^(kron|urand|delaunay|road)-(\d+)$")
 
 
 #: The real graphs read from the shared data folder (CSV edge lists unless .mtx).
@@ -97,6 +98,8 @@ def _generate(kind: str, scale: int, seed: int) -> Graph:
         return kronecker(scale, EDGE_FACTOR, seed=seed)
     if kind == "urand":
         return uniform(scale, EDGE_FACTOR, seed=seed)
+    if kind == "road":
+        return road_like(1 << scale, seed=seed)
     return delaunay(scale=scale, seed=seed)
 
 
@@ -149,7 +152,7 @@ def _real(name: str) -> Graph:
 
 def cache_path(name: str, cache_dir: str | os.PathLike, seed: int = DEFAULT_SEED) -> Path:
     """Where :func:`anchor_graph` caches the generated graph ``name``."""
-    ef = f"-ef{EDGE_FACTOR}" if not name.startswith("delaunay") else ""
+    ef = f"-ef{EDGE_FACTOR}" if name.startswith(("kron", "urand")) else ""
     return Path(cache_dir) / f"{name}{ef}-s{seed}-v{CACHE_VERSION}.npz"
 
 

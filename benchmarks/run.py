@@ -49,6 +49,7 @@ ORDERING = {
     "musae_facebook": "jaccard",
     "delaunay": "rcm",
     "luxembourg_osm": "rcm",
+    "road": "rcm",  # the road stand-in (graphs.py road-S), as the real road network
 }
 #: The original C++ Blest's mean traversal (ms) on an NVIDIA H200: reference figures, recorded
 #: 2026-11-22 (the first five) and 2026-11-25 (benchmarks/NOTES.md).

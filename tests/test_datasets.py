@@ -18,6 +18,7 @@ from blest.datasets import (
     kronecker,
     load_example,
     random_geometric,
+    road_like,
     uniform,
     write_mtx,
 )
@@ -53,6 +54,7 @@ GENERATORS = {
     "uniform": lambda seed: uniform(10, 8, seed=seed),
     "delaunay": lambda seed: delaunay(500, seed=seed),
     "random_geometric": lambda seed: random_geometric(800, avg_degree=8, seed=seed),
+    "road_like": lambda seed: road_like(3000, seed=seed),
 }
 
 
@@ -93,6 +95,34 @@ def test_kronecker_size_and_heavy_tail():
     # Top 1% of vertices hold well over 5% of the arcs (DESIGN's scale-free-like test).
     top = np.sort(deg)[::-1][: n // 100].sum()
     assert top > 0.05 * g.nnz
+
+
+def _kronecker_one_stream(scale, edge_factor, seed, block):
+    """kronecker's arcs drawn block after block from one stream (the definition its threads
+    must reproduce)."""
+    n, m = 1 << scale, (1 << scale) * edge_factor
+    rng = np.random.default_rng(seed)
+    t = [np.uint32(int(x * 2**32)) for x in (0.57, 0.57 + 0.19, 0.57 + 0.19 + 0.19)]
+    src, dst = np.zeros(m, np.int64), np.zeros(m, np.int64)
+    for lo in range(0, m, block):
+        k = min(lo + block, m) - lo
+        for _ in range(scale):
+            r = rng.bit_generator.random_raw((k + 1) // 2).view(np.uint32)[:k]
+            q = (r >= t[0]).astype(np.int64) + (r >= t[1]) + (r >= t[2])
+            src[lo : lo + k] = 2 * src[lo : lo + k] + (q >> 1)
+            dst[lo : lo + k] = 2 * dst[lo : lo + k] + (q & 1)
+    perm = rng.permutation(n)
+    return perm[src], perm[dst]
+
+
+@pytest.mark.parametrize("block,edge_factor", [(1000, 7), (4096, 4), (1 << 22, 3)])
+def test_kronecker_blocks_in_threads_follow_one_stream(monkeypatch, block, edge_factor):
+    import blest.datasets.generators as gen
+
+    monkeypatch.setattr(gen, "_BLOCK", block)
+    src, dst = _kronecker_one_stream(10, edge_factor, 9, block)
+    want = Graph.from_arcs(src, dst, 1 << 10, directed=True)
+    assert _same(kronecker(10, edge_factor, seed=9, directed=True), want)
 
 
 def test_kronecker_ids_are_permuted():
@@ -150,6 +180,53 @@ def test_delaunay_planar_and_connected():
     assert _same(delaunay(scale=6, seed=7), delaunay(64, seed=7))
     with pytest.raises(ValueError):
         delaunay(100, scale=7)
+
+
+@pytest.mark.parametrize("n,strips", [(3000, 3), (20_000, 7), (50, 4)])
+def test_delaunay_strips_give_the_one_call_triangulation(n, strips):
+    assert _same(delaunay(n, seed=3, strips=strips), delaunay(n, seed=3, strips=1))
+
+
+def test_delaunay_strips_fall_back_to_one_call(monkeypatch):
+    import blest.datasets.generators as gen
+
+    one_call = gen._triangles
+    calls = []
+
+    def lossy(points):  # every strip loses a triangle: the count check must catch it
+        calls.append(points.shape[0])
+        tri = one_call(points)
+        return tri if points.shape[0] == 4000 else tri[1:]
+
+    monkeypatch.setattr(gen, "_triangles", lossy)
+    assert _same(delaunay(4000, seed=3, strips=2), delaunay(4000, seed=3, strips=1))
+    assert len(calls) == 3 * (2 + 2) + 2  # three rounds of 2 strips and 2 bands, then one call
+    with pytest.raises(ValueError):
+        delaunay(100, strips=0)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 10, 999, 40_000])
+def test_road_like_size_connected_and_road_degrees(n):
+    g = road_like(n, seed=11)
+    _assert_clean(g)
+    assert g.n == n and not g.directed
+    assert g.report.self_loops == 0 and g.report.duplicates == 0
+    if n > 1:
+        assert connected_components(g.out_csr, directed=False)[0] == 1
+        assert g.out_degree.min() >= 1 and g.out_degree.max() <= 8
+    if n >= 10_000:
+        share = np.bincount(g.out_degree, minlength=9) / n
+        assert 2.35 <= g.nnz / n <= 2.65  # road_usa 2.41, roadNet-CA 2.8
+        assert share[2] > 0.5 and share[1] < 0.05 and share[5:].sum() < 0.02
+        depth = shortest_path(g.out_csr, unweighted=True, indices=0).max()
+        assert depth > np.sqrt(n / 2)  # at least a side of the grid of intersections
+
+
+def test_road_like_ids_are_local():
+    g = road_like(40_000, seed=2)
+    rows = np.repeat(np.arange(g.n), np.diff(g.out_ptr))
+    span = np.abs(rows - g.out_idx)
+    assert np.median(span) < 10 and span.max() < 2 * np.sqrt(g.n)
 
 
 def test_random_geometric_radius_and_degree():

@@ -11,8 +11,16 @@ from scipy.sparse.csgraph import breadth_first_order
 import blest
 from blest import Graph, ValidationError
 from blest.reference import CHECKS, bfs_levels, frontier_bfs
+from blest.reference import validate as validate_module
 
 CLASSES = tuple(GRAPH_CLASSES)
+
+
+@pytest.fixture(autouse=True, params=["one piece", "pieces of 5 arcs"])
+def pieces(request, monkeypatch):
+    """Every test twice: the in-adjacency scanned in one piece, and in many over threads."""
+    if request.param != "one piece":
+        monkeypatch.setattr(validate_module, "PIECE_ARCS", 5)
 
 
 def with_isolated(graph: Graph, extra: int = 1) -> Graph:
@@ -181,3 +189,77 @@ def test_rejects_tree_arcs(rng):
             assert f"-> {v}" in str(err)
             return
     pytest.fail("no vertex with a non-adjacent vertex one level up")
+
+
+def test_pieces_cover_every_row_once(rng, monkeypatch):
+    g = with_isolated(GRAPH_CLASSES["power_law"](rng, 300), extra=3)
+    for size in (1, 5, 64, g.nnz, 10 * g.nnz):
+        monkeypatch.setattr(validate_module, "PIECE_ARCS", size)
+        cuts = validate_module._pieces(g.in_ptr, g.n)
+        assert cuts[0][0] == 0 and cuts[-1][1] == g.n
+        assert all(a < b for a, b in cuts)
+        assert all(x[1] == y[0] for x, y in zip(cuts, cuts[1:], strict=False))
+
+
+# ---------------------------------------------------------------------- several results at once
+def broken_results(rng) -> tuple[Graph, list, list, list, list[str]]:
+    """A graph, sources and results from each, one result broken at each arc check."""
+    g, src, levels, parents = connected_case(rng)
+    sources, lvs, pars, broken = [], [], [], []
+    for s in (src, pick_source(rng, g), g.n - 1):
+        lv, par = bfs_tree(g, s)
+        sources.append(s), lvs.append(lv), pars.append(par), broken.append("")
+    v = int(rng.choice(np.flatnonzero(levels > 0)))
+    bad = levels.copy()
+    bad[v] += 1
+    sources.append(src), lvs.append(bad), pars.append(None), broken.append("arc span")
+    bad = levels.copy()
+    bad[g.n - 1] = 2
+    sources.append(src), lvs.append(bad), pars.append(None), broken.append("spanning")
+    for w in rng.permutation(np.flatnonzero(levels >= 2)):
+        ins = g.in_idx[g.in_ptr[w] : g.in_ptr[w + 1]]
+        others = np.setdiff1d(np.flatnonzero(levels == levels[w] - 1), ins)
+        if others.size:
+            bad = parents.copy()
+            bad[w] = int(others[0])
+            sources.append(src), lvs.append(levels), pars.append(bad), broken.append("tree arcs")
+            break
+    return g, sources, lvs, pars, broken
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["numba", "one by one"])
+def test_batch_names_the_first_broken_result(rng, monkeypatch, jit):
+    if not jit:
+        monkeypatch.setattr("blest.graph.jaccard.have_numba", lambda: False)
+    for _ in range(3):
+        g, sources, lvs, pars, broken = broken_results(rng)
+        good = [i for i, b in enumerate(broken) if not b]
+        validate_module.validate_batch(g, [sources[i] for i in good], [lvs[i] for i in good])
+        validate_module.validate_batch(
+            g, [sources[i] for i in good], [lvs[i] for i in good], [pars[i] for i in good]
+        )
+        for i, check in enumerate(broken):
+            if not check:
+                continue
+            order = [*good[:2], i, good[2]]  # a broken result among good ones
+            batch_par = None if pars[i] is None else [pars[j] for j in order]
+            with pytest.raises(ValidationError) as got:
+                validate_module.validate_batch(
+                    g, [sources[j] for j in order], [lvs[j] for j in order], batch_par
+                )
+            with pytest.raises(ValidationError) as want:
+                blest.validate(g, sources[i], lvs[i], pars[i])
+            assert got.value.check == want.value.check == check
+            assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_batch_accepts_what_validate_accepts(cls, rng):
+    g = with_isolated(GRAPH_CLASSES[cls](rng, int(rng.integers(50, 300))))
+    sources = [pick_source(rng, g) for _ in range(5)] + [[0, g.n - 1]]
+    results = [bfs_tree(g, s) for s in sources]
+    validate_module.validate_batch(g, sources, [r[0] for r in results], [r[1] for r in results])
+    validate_module.validate_batch(g, sources, [r[0] for r in results])
+    validate_module.validate_batch(g, [], [])
+    with pytest.raises(blest.ArgumentError):
+        validate_module.validate_batch(g, sources[:2], [results[0][0]])

@@ -1,10 +1,11 @@
 """Graphs to try blest on: seeded generators, a bundled real road network, a Matrix Market writer.
 
-Generators (all seeded, vectorized, returning :class:`blest.Graph`): :func:`kronecker`
-(Graph500 / GAP kron), :func:`uniform` (GAP urand), :func:`delaunay`, :func:`random_geometric`,
-:func:`grid2d`. The bundled example is the OpenStreetMap road network of Luxembourg from the
-SuiteSparse Matrix Collection (DIMACS10): 114,599 vertices, 239,332 arcs, hundreds of BFS levels
-(see ``data/README.md`` for the citation and license).
+Generators (all seeded, vectorized, returning :class:`blest.Graph`): :func:`kronecker` (Graph500 /
+GAP kron), :func:`uniform` (GAP urand), :func:`delaunay`, :func:`random_geometric`, :func:`grid2d`,
+:func:`road_like` (a road-network stand-in: a perturbed grid). The bundled example is the
+OpenStreetMap road network of Luxembourg from the SuiteSparse Matrix Collection (DIMACS10): 114,599
+vertices, 239,332 arcs, hundreds of BFS levels (see ``data/README.md`` for the citation and
+license).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from blest.datasets.generators import (
     grid2d,
     kronecker,
     random_geometric,
+    road_like,
     uniform,
 )
 from blest.datasets.writers import write_mtx
@@ -30,6 +32,7 @@ __all__ = [
     "kronecker",
     "load_example",
     "random_geometric",
+    "road_like",
     "uniform",
     "write_mtx",
 ]

@@ -149,16 +149,27 @@ def _build_xp(graph: Any, sigma: int, xp: Any) -> BVSS:
     log_sigma = sigma.bit_length() - 1
     n_sets = -(-n // sigma)
     out_ptr = xp.asarray(graph.out_ptr, dtype=xp.int64)
-    out_idx = xp.asarray(graph.out_idx, dtype=xp.int64)
+    out_idx = xp.asarray(graph.out_idx, dtype=xp.int32)
     nnz = int(out_idx.shape[0])
 
-    # One key per arc: (slice set of the source, destination row, bit of the source).
-    src = xp.searchsorted(out_ptr, xp.arange(nnz, dtype=xp.int64), side="right") - 1
-    keys = (((src >> log_sigma) * n + out_idx) << log_sigma) | (src & (sigma - 1))
-    del src
-    keys = xp.sort(keys)
-    slice_keys = keys >> log_sigma
-    bits = xp.left_shift(xp.uint64(1), (keys & (sigma - 1)).astype(xp.uint64))
+    # One key per arc: (slice set of the source, destination row, bit of the source), built in
+    # place (at most three arrays of nnz entries live: a GPU's memory bounds the scale).
+    keys = xp.searchsorted(out_ptr, xp.arange(nnz, dtype=xp.int64), side="right")
+    keys -= 1  # the source of each arc
+    bit = (keys & (sigma - 1)).astype(xp.uint32)
+    keys >>= log_sigma
+    keys *= n
+    keys += out_idx
+    del out_idx
+    keys <<= log_sigma
+    keys |= bit
+    del bit
+    keys.sort()
+    # 1 << bit fits 32 bits (sigma <= 32); the cumulative sums below wrap modulo 2**32, and a
+    # slice's mask (distinct bits: no arc repeats) is below 2**32, so differences are exact.
+    bits = xp.left_shift(xp.uint32(1), (keys & (sigma - 1)).astype(xp.uint32))
+    keys >>= log_sigma
+    slice_keys = keys
     del keys
 
     # Segments of equal (set, row): one slice each; its mask is the sum of distinct bits.
@@ -167,16 +178,25 @@ def _build_xp(graph: Any, sigma: int, xp: Any) -> BVSS:
         starts_flag[0] = True
         xp.not_equal(slice_keys[1:], slice_keys[:-1], out=starts_flag[1:])
         starts = xp.flatnonzero(starts_flag)
+        del starts_flag
     else:
         starts = xp.zeros(0, dtype=xp.int64)
     n_slices = int(starts.shape[0])
-    csum = xp.concatenate([xp.zeros(1, dtype=xp.uint64), xp.cumsum(bits)])
-    ends = xp.concatenate([starts[1:], xp.asarray([nnz], dtype=starts.dtype)])
-    slice_mask = (csum[ends] - csum[starts]).astype(xp.uint32)
     slice_key = slice_keys[starts]
-    del csum, bits, slice_keys, ends
+    del slice_keys
+    csum = xp.zeros(nnz + 1, dtype=xp.uint32)
+    xp.cumsum(bits, dtype=xp.uint32, out=csum[1:])
+    del bits
+    slice_mask = xp.empty(n_slices, dtype=xp.uint32)  # csum at each slice's end, less at its start
+    if n_slices:
+        slice_mask[:-1] = csum[starts[1:]]
+        slice_mask[-1] = csum[nnz]
+        slice_mask -= csum[starts]
+    del csum, starts
     slice_set = slice_key // max(n, 1)
-    slice_row = (slice_key - slice_set * n).astype(xp.int32)
+    slice_key -= slice_set * n  # now the row
+    slice_row = slice_key.astype(xp.int32)
+    del slice_key
 
     # VSS counts and positions.
     per_set = xp.bincount(slice_set, minlength=n_sets).astype(xp.int64)
@@ -192,11 +212,15 @@ def _build_xp(graph: Any, sigma: int, xp: Any) -> BVSS:
     vss_ids = xp.arange(n_vss, dtype=xp.int64)
     first_in_vss = set_first_slice[virtual_to_real] + (vss_ids - real_ptrs[virtual_to_real]) * tau
     real_in_vss = xp.minimum(set_first_slice[virtual_to_real + 1] - first_in_vss, tau)
-    q = xp.arange(tau, dtype=xp.int64)
-    pos_slice = first_in_vss[:, None] + xp.minimum(q[None, :], real_in_vss[:, None] - 1)
+    # Slice positions in 32 bits where they fit: the (VSS, slot) arrays are the largest here.
+    pos_type = xp.int32 if n_slices < 2**31 else xp.int64
+    q = xp.arange(tau, dtype=pos_type)
+    real_in_vss = real_in_vss.astype(pos_type)
+    pos_slice = xp.minimum(q[None, :], real_in_vss[:, None] - 1)
+    pos_slice += first_in_vss.astype(pos_type)[:, None]
     row_ids = slice_row[pos_slice.ravel()] if n_slices else xp.zeros(0, dtype=xp.int32)
-    is_real = q[None, :] < real_in_vss[:, None]
     del pos_slice
+    is_real = q[None, :] < real_in_vss[:, None]
 
     # Mask words: slot k of lane l holds the slice at position l*theta + k.
     masks = xp.zeros((n_vss, 32), dtype=xp.uint32)

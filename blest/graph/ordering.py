@@ -24,7 +24,7 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 from blest.defaults import DEFAULT_SIGMA, JACCARD_WINDOW
 from blest.errors import ArgumentError
 from blest.graph import jaccard
-from blest.graph.core import Graph
+from blest.graph.core import Graph, _csr_from_sorted_keys, _halves
 
 __all__ = [
     "Permutation",
@@ -124,13 +124,19 @@ def permute_graph(graph: Graph, perm: Permutation) -> Graph:
 def _relabel_csr(
     ptr: np.ndarray, idx: np.ndarray, new_of_old: np.ndarray, n: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    rows = np.repeat(new_of_old.astype(np.int64), np.diff(ptr))
-    keys = rows * n + new_of_old[idx].astype(np.int64)
+    """The CSR with every id u renamed ``new_of_old[u]``: one int64 key (row, column) per arc,
+    both halves written in place, one sort (8 bytes an arc, plus the new columns)."""
+    keys = np.empty(idx.size, dtype=np.int64)
+    rows, cols = _halves(keys)
+    new_of_old = np.asarray(new_of_old, dtype=np.int32)
+    step = 1 << 24  # rows by pieces: no temporary of one entry per arc
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        a, b = int(ptr[lo]), int(ptr[hi])
+        rows[a:b] = np.repeat(new_of_old[lo:hi], np.diff(ptr[lo : hi + 1]))
+        cols[a:b] = new_of_old[idx[a:b]]
     keys.sort()
-    new_rows = keys // max(n, 1)
-    new_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(new_rows, minlength=n), out=new_ptr[1:])
-    return new_ptr, (keys - new_rows * n).astype(np.int32)
+    return _csr_from_sorted_keys(keys, n)
 
 
 def jaccard_with_windows(
