@@ -42,7 +42,8 @@ from typing import IO, Any
 import numpy as np
 
 from blest._version import __version__
-from blest.errors import ArgumentError, CheckpointError
+from blest.environment import env_count
+from blest.errors import CheckpointError
 from blest.reference.centrality import SourceSums
 from blest.runtime.balance import share
 from blest.runtime.distributed import JobProgress, _sum_op, reduce_sums
@@ -72,15 +73,7 @@ MESSAGE_BYTES = 1024
 def block_sources(kappa: int) -> int:
     """Sources per block: ``$BLEST_CHECKPOINT_BLOCK`` or :data:`BLOCK_SOURCES`, in whole
     batches of ``kappa`` (at least one)."""
-    text = os.environ.get(BLOCK_ENV, "").strip()
-    count = BLOCK_SOURCES
-    if text:
-        try:
-            count = int(text)
-        except ValueError:
-            count = 0
-        if count < 1:
-            raise ArgumentError(f"{BLOCK_ENV} must be a whole number >= 1, got {text!r}")
+    count = env_count(BLOCK_ENV) or BLOCK_SOURCES
     return max(1, count // kappa) * kappa
 
 

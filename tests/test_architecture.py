@@ -20,6 +20,7 @@ BASE = {
     "blest.cachedirs",
     "blest.signals",
     "blest.inputs",
+    "blest.environment",
 }
 ALLOWED: dict[str, set[str]] = {
     "graph": {"graph"},

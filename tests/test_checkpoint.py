@@ -17,7 +17,7 @@ from random_graphs import make_directed, make_disconnected, make_power_law
 import blest.centrality as bc
 from blest import checkpoint as ck
 from blest.defaults import DEFAULT_KAPPA
-from blest.errors import CheckpointError
+from blest.errors import ArgumentError, CheckpointError
 from blest.graph.core import Graph
 from blest.graph.reductions import plan_sources
 from blest.reference.centrality import SourceSums, source_sums
@@ -478,3 +478,16 @@ def test_a_killed_command_resumes_to_the_same_bits(tmp_path):
     done = subprocess.run(cmd, env=env, capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr[-400:]
     assert np.load(out).tobytes() == bc.closeness(g).tobytes()
+
+
+def test_block_size_from_the_environment(monkeypatch):
+    monkeypatch.setenv(ck.BLOCK_ENV, "1000")
+    assert ck.block_sources(128) == 896  # whole batches
+    monkeypatch.setenv(ck.BLOCK_ENV, "5")
+    assert ck.block_sources(128) == 128  # at least one batch
+    monkeypatch.delenv(ck.BLOCK_ENV)
+    assert ck.block_sources(128) == ck.BLOCK_SOURCES // 128 * 128
+    for bad in ("0", "-3", "lots", "1.5"):
+        monkeypatch.setenv(ck.BLOCK_ENV, bad)
+        with pytest.raises(ArgumentError, match=ck.BLOCK_ENV):
+            ck.block_sources(128)

@@ -27,6 +27,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from blest.environment import env_count
 from blest.errors import ArgumentError, BlestError, GraphLimitError
 from blest.graph.core import Graph
 from blest.reference import centrality, msbfs_numba
@@ -58,14 +59,8 @@ IN_FLIGHT = 2
 def cpu_workers() -> int:
     """Worker processes for all-source work: ``$BLEST_CPU_WORKERS`` if set, else the cores
     this process may run on."""
-    text = os.environ.get(WORKERS_ENV, "").strip()
-    if text:
-        try:
-            count = int(text)
-        except ValueError:
-            count = 0
-        if count < 1:
-            raise ArgumentError(f"{WORKERS_ENV} must be a whole number >= 1, got {text!r}")
+    count = env_count(WORKERS_ENV)
+    if count is not None:
         return count
     try:
         return max(1, len(os.sched_getaffinity(0)))
