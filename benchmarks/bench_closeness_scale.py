@@ -13,7 +13,8 @@ keeps what it finished):
 
 - ``load``: generate, or read from the cache (``--cache``, default /tmp/blest-graphs);
 - ``save``: the graph as a blest ``.npz`` (:func:`blest.graph.io.save_graph`) in ``--workdir``;
-- ``tune``: ``blest-tune --workload closeness --budget B`` on it (``blest.cli.tune_main``);
+- ``tune``: what ``blest-tune --workload closeness --budget B`` does, through the library
+  (:func:`blest.tuning.workloads.tune_workload`, :func:`blest.tuning.tuner.write_tuned`);
 - ``plan``: the exact reductions (:func:`blest.graph.reductions.plan_sources`): BFSs to run and
   BFSs saved (isolated vertices, leaves, twins);
 - ``closeness``: up to ``--full-max-scale`` (default 22), :func:`blest.closeness` of every
@@ -31,8 +32,7 @@ the giant component walks every arc, so the cost per BFS scales with the arcs:
 ``lj_gpu_s = gpu_s_per_bfs x (69.4M / arcs) x 4.0M``, every LiveJournal vertex counted as a
 BFS (no reduction assumed: an upper bound; ``lj_gpu_s_reduced`` applies the stand-in's share of
 BFSs run instead). kron-21 (63.5M arcs) is the stand-in closest to LiveJournal's size, so its
-figure leans least on the rule. Needs a GPU (CuPy); ``blest-tune`` runs in-process, no console
-script is needed.
+figure leans least on the rule. Needs a GPU (CuPy); no console script is needed.
 """
 
 from __future__ import annotations
@@ -73,6 +73,19 @@ def sample_batches(ordered: np.ndarray, kappa: int, count: int, seed: int = SEED
     return np.concatenate([ordered[b * kappa : (b + 1) * kappa] for b in chosen])
 
 
+def tune_config(graph: Any, source: Path, config: Path, workload: str, budget: float) -> Any:
+    """``blest-tune --workload WORKLOAD --budget BUDGET -o CONFIG SOURCE``, in-process."""
+    from blest.defaults import SIGMAS
+    from blest.tuning.tuner import TUNING_SOURCES, write_tuned
+    from blest.tuning.workloads import tune_workload
+
+    outcome = tune_workload(
+        workload, graph, source=str(source), budget_s=budget, sigmas=SIGMAS, orderings=None,
+        progress=lambda _line: None, n_sources=TUNING_SOURCES, compile_check=False,
+    )  # fmt: skip
+    return write_tuned(outcome, config)
+
+
 class Log:
     """JSON lines, each written and flushed as a stage ends; the time budget."""
 
@@ -86,9 +99,9 @@ class Log:
         return self.max_seconds - (time.perf_counter() - self.t0)
 
     def write(self, record: dict) -> None:
-        print(json.dumps(record), flush=True)
+        print(json.dumps(record, default=str), flush=True)
         if self.f is not None:
-            self.f.write(json.dumps(record) + "\n")
+            self.f.write(json.dumps(record, default=str) + "\n")
             self.f.flush()
             os.fsync(self.f.fileno())
 
@@ -102,7 +115,6 @@ def _timed(log: Log, graph: str, stage: str, call: Any, **extra: Any) -> Any:
 
 def run_graph(name: str, args: argparse.Namespace, log: Log) -> dict | None:
     import blest.centrality as bc
-    from blest.cli import tune_main
     from blest.graph.io import save_graph
     from blest.graph.reductions import plan_sources
     from blest.reference.centrality import closeness as ref_closeness
@@ -116,11 +128,11 @@ def run_graph(name: str, args: argparse.Namespace, log: Log) -> dict | None:
     _timed(log, name, "save", lambda: save_graph(graph, npz), n=n, arcs=arcs, isolated=isolated)
     config = work / f"{name}.closeness.blest.json"
     if not config.exists() or args.retune:
-        argv = [str(npz), "--workload", "closeness", "--budget", str(args.budget)]
-        status = _timed(log, name, "tune", lambda: tune_main([*argv, "-o", str(config), "-q"]))
-        if status != 0:
-            log.write({"graph": name, "stage": "tune", "error": f"blest-tune exited {status}"})
-            return None
+        tuned = _timed(
+            log, name, "tune",
+            lambda: tune_config(graph, npz, config, "closeness", args.budget),
+        )  # fmt: skip
+        log.write({"graph": name, "stage": "tuned", "multi_source": tuned.multi_source})
     t0 = time.perf_counter()
     plan = plan_sources(graph, np.arange(n))
     plan_s = time.perf_counter() - t0

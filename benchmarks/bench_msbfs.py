@@ -111,7 +111,8 @@ def tuned_whole_call_us(name: str, graph, budget: float, sources) -> tuple[str, 
     ``bfs(src, out="device")`` per source on ``sources``: (the pick, microseconds)."""
     import tempfile
 
-    from blest.cli import tune_main
+    from bench_closeness_scale import tune_config
+
     from blest.graph.io import save_graph
     from blest.tuning.loader import load_tuned
 
@@ -120,8 +121,7 @@ def tuned_whole_call_us(name: str, graph, budget: float, sources) -> tuple[str, 
     work.mkdir(exist_ok=True)
     npz, config = work / f"{name}.npz", work / f"{name}.bfs.blest.json"
     save_graph(graph, npz)
-    if tune_main([str(npz), "--budget", str(budget), "-o", str(config), "-q"]) != 0:
-        raise RuntimeError(f"blest-tune failed on {name}")
+    tune_config(graph, npz, config, "bfs", budget)
     with load_tuned(config) as eng:
         for s in sources[:8]:
             eng.bfs(int(s), out="device")
