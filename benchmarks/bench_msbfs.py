@@ -1,23 +1,24 @@
 """Multi-source BFS and closeness on a GPU, against single-source BFS and NetworKit.
 
-    python3 benchmarks/bench_msbfs.py per-source --graphs kron-21 urand-20 delaunay-20 \\
-        luxembourg_osm musae_facebook --sources 256
+    python3 benchmarks/bench_msbfs.py per-source --graphs kron-21 urand-20 kron-22 \\
+        delaunay-20 luxembourg_osm musae_facebook --sources 256
     python3 benchmarks/bench_msbfs.py closeness --graphs luxembourg_osm musae_facebook \\
         twitch_FR wiki_chameleon --networkit
     python3 benchmarks/bench_msbfs.py sweep --graphs luxembourg_osm --forms queue \\
         --kappas 1 2 4 8 --blocks 128 256 1024
 
-per-source: the best single-source whole call (``bfs(src, out="device")``, a few strong variants)
-against the best multi-source run writing every source's levels to the device, per source, on
-the protocol's 256 sources. closeness: exact closeness of every vertex (the multi-source search
-picks the variant on a sample, then the full run is timed: the best of the second and third
-whole calls, the first, which also loads CuPy's kernels, beside it) beside NetworKit's exact
-closeness (generalized variant, 16 threads) on the same graph, with the largest relative
-difference of the scores. sweep: the whole closeness call of every vertex with each given
-(form, kappa, block size), scores checked against the CPU reference on 16 vertices, and the
-engine's own call split into the runner's run and the rest (``--forms dense``: every dense
-variant at each block size). Results go to --out as JSON; a
-table is printed last.
+per-source: the best single-source whole call (``bfs(src, out="device")``: a few strong variants
+on the default ordering, and the engine ``blest-tune --budget`` picks, ``--ss-budget``) against
+the best multi-source run writing every source's levels to the device (the multi-source search
+of ``blest-tune --workload closeness``, timed on the same sources), per source, on the
+protocol's 256 sources; each graph's row is written as it ends. closeness: exact closeness of
+every vertex (the multi-source search picks the variant on a sample, then the full run is timed:
+the best of the second and third whole calls, the first, which also loads CuPy's kernels, beside
+it) beside NetworKit's exact closeness (generalized variant, 16 threads) on the same graph, with
+the largest relative difference of the scores. sweep: the whole closeness call of every vertex
+with each given (form, kappa, block size), scores checked against the CPU reference on 16
+vertices, and the engine's own call split into the runner's run and the rest (``--forms dense``:
+every dense variant at each block size). Results go to --out as JSON; a table is printed last.
 """
 
 from __future__ import annotations
@@ -105,7 +106,37 @@ def ms_levels_us(prep: Prepared, c: MSCandidate, sources, graph) -> float:
     return (time.perf_counter() - t0) / len(sources) * 1e6
 
 
-def per_source(names: list[str], k: int, budget: float) -> list[dict]:
+def tuned_whole_call_us(name: str, graph, budget: float, sources) -> tuple[str, float]:
+    """``blest-tune --budget B`` (single-source BFS) on the graph, then its engine's whole call
+    ``bfs(src, out="device")`` per source on ``sources``: (the pick, microseconds)."""
+    import tempfile
+
+    from bench_closeness_scale import tune_config
+
+    from blest.graph.io import save_graph
+    from blest.tuning.loader import load_tuned
+
+    cp = __import__("cupy")
+    work = Path(tempfile.gettempdir()) / "blest-bench-msbfs"
+    work.mkdir(exist_ok=True)
+    npz, config = work / f"{name}.npz", work / f"{name}.bfs.blest.json"
+    save_graph(graph, npz)
+    tune_config(graph, npz, config, "bfs", budget)
+    with load_tuned(config) as eng:
+        for s in sources[:8]:
+            eng.bfs(int(s), out="device")
+        cp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        for s in sources:
+            eng.bfs(int(s), out="device")
+        cp.cuda.Device().synchronize()
+        pick = f"blest-tune: {eng.spec.name}"
+    return pick, (time.perf_counter() - t0) / len(sources) * 1e6
+
+
+def per_source(
+    names: list[str], k: int, budget: float, ss_budget: float, out: Path | None = None
+) -> list[dict]:
     rows = []
     for name in names:
         p = Prepare(name)
@@ -115,6 +146,9 @@ def per_source(names: list[str], k: int, budget: float) -> list[dict]:
             for spec in SS_SPECS[sigma]:
                 for eta in (10.0, 50.0) if spec.switching else (10.0,):
                     ss[f"{spec.name} eta={eta:g}"] = whole_call_us(p(sigma), spec, eta, srcs)
+        if ss_budget > 0:
+            pick, us = tuned_whole_call_us(name, p.graph, ss_budget, srcs)
+            ss[pick] = us
         ss_name = min(ss, key=ss.get)
         with Engine(p(8), VariantSpec(8)) as eng:
             eng.bfs(int(srcs[0]))
@@ -138,6 +172,9 @@ def per_source(names: list[str], k: int, budget: float) -> list[dict]:
             "ms_table": [t.to_dict() for t in table],
         }
         rows.append(row)
+        if out is not None:  # as each graph ends: a run stopped at its limit keeps them
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "msbfs-per-source.json").write_text(json.dumps(rows, indent=1, default=float))
         print(
             f"{name}: SS {ss_name} {ss[ss_name]:.1f} us/source | MS {best.candidate.label} "
             f"{ms_us:.2f} us/source | {row['speedup']:.2f}x",
@@ -331,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--graphs", nargs="+", required=True)
     ap.add_argument("--sources", type=int, default=256)
     ap.add_argument("--budget", type=float, default=30.0, help="multi-source search seconds")
+    ap.add_argument(
+        "--ss-budget", type=float, default=30.0,
+        help="per-source: blest-tune --budget for the tuned single-source call (0: none)",
+    )  # fmt: skip
     ap.add_argument("--networkit", action="store_true")
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--forms", nargs="+", default=["queue"], help="sweep: forms")
@@ -363,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
 
         ms_runner.ms_program = patched
     if args.mode == "per-source":
-        rows = per_source(args.graphs, args.sources, args.budget)
+        rows = per_source(args.graphs, args.sources, args.budget, args.ss_budget, Path(args.out))
     elif args.mode == "sweep":
         rows = sweep(args.graphs, args.forms, args.kappas, args.blocks, args.etas, args.reps)
     else:

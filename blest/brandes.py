@@ -167,7 +167,7 @@ def _share(
     if size > 1:
         options = _agreed_seed(comm, rank, options)
         if device is None:
-            device = _device_of(rank)
+            device = _device_of(rank, comm)
     edges, endpoints = options["edges"], options["endpoints"]
     with engine_for(target, directed=directed, device=device) as eng:
         graph = eng.graph

@@ -224,15 +224,31 @@ def _mpi() -> Any:
     return mpi_world()
 
 
-def _device_of(rank: int) -> Any:
-    """Rank r takes GPU r modulo the GPUs of its machine (None: none there, the CPU runs)."""
-    from blest.codegen.toolchain import have_gpu
+def _device_of(rank: int, comm: Any) -> Any:
+    """The GPU of rank ``rank``: its index among the ranks of its own machine
+    (:func:`~blest.runtime.distributed.local_rank`, a collective call) modulo the machine's
+    GPUs, so that ranks placed on several machines in any order spread over each machine's
+    GPUs; None where the machine has none (the CPU runs). A warning says when ranks of one
+    machine share a GPU."""
+    import warnings
 
+    from blest.codegen.toolchain import have_gpu
+    from blest.runtime.distributed import local_rank
+
+    local = local_rank(comm, rank)
     if not have_gpu():
         return None
     import cupy
 
-    return rank % int(cupy.cuda.runtime.getDeviceCount())
+    count = int(cupy.cuda.runtime.getDeviceCount())
+    if local >= count:
+        warnings.warn(
+            f"rank {rank} is rank {local} of its machine, which has {count} GPU(s): it shares "
+            f"GPU {local % count} with another rank (start at most {count} rank(s) per machine)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return local % count
 
 
 def _share(
@@ -255,7 +271,7 @@ def _share(
     from blest.runtime.distributed import JobProgress, reduce_sums
 
     if device is None and size > 1:
-        device = _device_of(rank)
+        device = _device_of(rank, comm)
     with engine_for(target, directed=directed, device=device) as eng:
         users = _vertices(eng, sources)  # the vertices to score
         plan, line = _plan(eng, users, reduce, size, checkpoint)

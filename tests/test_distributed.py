@@ -25,6 +25,7 @@ from random_graphs import arcs_of, make_directed, make_disconnected, make_power_
 
 from blest.reference.centrality import SourceSums, closeness, closeness_from_sums, source_sums
 from blest.runtime import distributed as D
+from blest.runtime import mpi as M
 from blest.runtime.distributed import (
     SerialComm,
     WorkerError,
@@ -253,7 +254,7 @@ def test_ctrl_c_stops_every_worker(tmp_path):
 
 # ---------------------------------------------------------------------- MPI
 def test_mpi_world_outside_a_launcher(monkeypatch):
-    for var in D.MPI_ENV_VARS:
+    for var in M.MPI_ENV_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setitem(sys.modules, "mpi4py", None)  # importing it would now fail
     assert mpi_world() is None
@@ -301,3 +302,156 @@ def test_real_mpirun_two_ranks(tmp_path, rng):
     for rank in range(2):
         with np.load(tmp_path / f"out.{rank}.npz") as got:
             assert_identical(SourceSums(got["dist"], got["reach"], got["harmonic"]), serial)
+
+
+# ---------------------------------------------------------------------- ranks on several hosts
+class HostComm:
+    """One rank of a fake MPI world whose ranks live on hosts: ``Split_type`` (collective, as
+    MPI's) gives the ranks of the caller's host, ordered by key."""
+
+    COMM_TYPE_SHARED = "shared"
+
+    def __init__(self, shared: dict, rank: int, hosts: list[str]):
+        self.shared, self.rank, self.hosts = shared, rank, hosts
+
+    def Split_type(self, kind, key=0):
+        assert kind == self.COMM_TYPE_SHARED
+        barrier, keys = self.shared["barrier"], self.shared["keys"]
+        keys[self.rank] = key
+        barrier.wait()
+        mine = [r for r in range(len(self.hosts)) if self.hosts[r] == self.hosts[self.rank]]
+        mine.sort(key=lambda r: (keys[r], r))
+        barrier.wait()
+        return HostComm.Node(mine.index(self.rank), self.shared, self.rank)
+
+    class Node:
+        def __init__(self, rank, shared, world_rank):
+            self.rank, self.shared, self.world_rank = rank, shared, world_rank
+
+        def Get_rank(self):
+            return self.rank
+
+        def Free(self):
+            self.shared["freed"][self.world_rank] = True
+
+
+def _local_ranks(hosts: list[str]) -> list[int]:
+    size = len(hosts)
+    shared = {"barrier": threading.Barrier(size), "keys": [0] * size, "freed": [False] * size}
+    out = [None] * size
+
+    def body(rank):
+        out[rank] = M.local_rank(HostComm(shared, rank, hosts), rank)
+
+    threads = [threading.Thread(target=body, args=(r,)) for r in range(size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert all(shared["freed"]), "the node communicators are freed"
+    return out
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    [
+        ["a", "a", "b", "b"],  # packed by host (mpirun --map-by slot)
+        ["a", "b", "a", "b"],  # round robin over hosts (mpirun --map-by node)
+        ["a", "b", "c", "a", "b", "c", "a", "b"],  # uneven
+        ["a"] * 5,
+    ],
+)
+def test_local_rank_is_the_rank_among_its_hosts_ranks(hosts, monkeypatch):
+    for var in M.LOCAL_RANK_ENV_VARS:
+        monkeypatch.setenv(var, "7")  # the communicator's answer comes first
+    got = _local_ranks(hosts)
+    for rank, host in enumerate(hosts):
+        assert got[rank] == hosts[:rank].count(host)
+    # with 2 GPUs per host, every GPU of a host gets one rank while ranks <= GPUs, whatever
+    # the placement (rank % 2 would put ranks 0 and 2 of ["a", "b", "a", "b"] on GPU 0)
+    for host in set(hosts):
+        gpus = [got[r] % 2 for r in range(len(hosts)) if hosts[r] == host]
+        assert sorted(gpus[:2]) == list(range(min(2, len(gpus))))
+
+
+def test_local_rank_from_the_launcher_or_the_comm(monkeypatch):
+    for var in M.LOCAL_RANK_ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+
+    class Plain:  # neither local_rank nor Split_type
+        pass
+
+    assert M.local_rank(Plain(), 5) == 5  # one machine: the rank itself
+    monkeypatch.setenv("SLURM_LOCALID", "2")
+    assert M.local_rank(Plain(), 5) == 2
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1")  # the launcher's own comes first
+    assert M.local_rank(Plain(), 5) == 1
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", "x")  # not a number: the next one
+    assert M.local_rank(Plain(), 5) == 2
+    # local workers and one process know their own: an inherited SLURM_LOCALID is ignored
+    assert M.local_rank(D.LocalComm(3, 4, None), 3) == 3
+    assert M.local_rank(SerialComm(), 0) == 0
+
+    class Old(Plain):  # an MPI library without MPI-3's Split_type
+        COMM_TYPE_SHARED = 1
+
+        def Split_type(self, kind, key=0):
+            raise NotImplementedError
+
+    assert M.local_rank(Old(), 5) == 2
+
+
+def test_device_of_takes_the_local_rank_modulo_the_gpus(monkeypatch):
+    import types
+
+    from blest import centrality
+    from blest.codegen import toolchain
+
+    fake = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: 2))
+    )
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(toolchain, "have_gpu", lambda: True)
+    assert centrality._device_of(6, D.LocalComm(1, 8, None)) == 1
+    with pytest.warns(RuntimeWarning, match="shares GPU 0 with another rank"):
+        assert centrality._device_of(7, D.LocalComm(2, 8, None)) == 0
+    monkeypatch.setattr(toolchain, "have_gpu", lambda: False)
+    assert centrality._device_of(7, D.LocalComm(2, 8, None)) is None
+
+
+class FakeWorld:
+    def __init__(self, size):
+        self.size, self.aborted = size, []
+
+    def Get_size(self):
+        return self.size
+
+    def Abort(self, code):
+        self.aborted.append(code)
+
+
+def test_abort_world_ends_every_rank_of_a_failed_mpi_job(monkeypatch):
+    import types
+
+    world = FakeWorld(4)
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", types.SimpleNamespace(COMM_WORLD=world))
+    M.abort_world(0)  # success: nothing to do
+    M.abort_world(2)
+    assert world.aborted == [2]
+    world.size = 1  # one rank: its exit status is enough
+    M.abort_world(2)
+    assert world.aborted == [2]
+    monkeypatch.delitem(sys.modules, "mpi4py.MPI")
+    M.abort_world(2)  # outside MPI: nothing
+
+
+def test_the_cli_aborts_the_job_when_a_rank_fails(monkeypatch, tmp_path, capsys):
+    import types
+
+    from blest.cli.commands import main
+
+    world = FakeWorld(3)
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", types.SimpleNamespace(COMM_WORLD=world))
+    status = main(["closeness", str(tmp_path / "missing.mtx"), "-o", str(tmp_path / "c.npy")])
+    assert status != 0 and world.aborted == [status]
+    assert "error" in capsys.readouterr().err

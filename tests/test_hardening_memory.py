@@ -82,3 +82,96 @@ def test_a_capped_pool_gives_a_clear_error_and_is_restored(rng):
     assert pool.get_limit() == before
     with make_engine(prep, device=0) as eng:  # with the limit back, it runs
         assert np.array_equal(eng.bfs(17), bfs_levels(g, 17))
+
+
+# ---------------------------------------------------------------------- kappa by free memory
+def _narrowing_case(rng):
+    from blest.codegen.msspec import MSSpec
+
+    prep = Prepared.from_graph(make_grid(rng, 3000), 8)
+    wide = MSSpec(8, 512, "grid", "mma", "vertex")
+    return prep, wide
+
+
+def test_kappa_512_grid_slot_is_256_bytes_a_vertex_and_more(rng):
+    from blest.runtime.ms_runner import slot_bytes
+
+    prep, wide = _narrowing_case(rng)
+    b = prep.bvss
+    got = slot_bytes(wide, prep.n, b.n_slice_sets, b.n_vss)
+    # visited, next and two frontiers of 512 bits a vertex, plus the lists: on 67M vertices
+    # (kron-26) one slot is over 17 GB
+    assert 256 * prep.n <= got <= 256 * 8 * b.n_slice_sets + 64 * prep.n + 4096
+
+
+def test_fitting_spec_takes_the_widest_kappa_that_fits(rng):
+    from blest.codegen.msspec import MSSpec
+    from blest.runtime.many import fitting_spec
+    from blest.runtime.ms_runner import runner_bytes
+
+    prep, wide = _narrowing_case(rng)
+    need = {k: runner_bytes(prep, MSSpec(8, k, "grid", "mma", "vertex")) for k in (64, 128, 256)}
+    need[512] = runner_bytes(prep, wide)
+    need[32] = runner_bytes(prep, MSSpec(8, 32, "grid", "mma", "chunk"))
+    assert need[32] < need[64] < need[128] < need[256] < need[512]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fitting_spec(wide, prep, need[512]) is wide  # it fits: no warning
+    with pytest.warns(RuntimeWarning) as info:
+        got = fitting_spec(wide, prep, need[128] + 1, device_id=2)
+    assert got == MSSpec(8, 128, "grid", "mma", "vertex")
+    msg = str(info[0].message)
+    assert "ms_s8_k512_grid_vx" in msg and "kappa 128" in msg and "device 2" in msg
+    assert "the scores are the same" in msg
+    with pytest.warns(RuntimeWarning, match="kappa 32"):
+        assert fitting_spec(wide, prep, need[32]) == MSSpec(8, 32, "grid", "mma", "chunk")
+    # nothing fits: the spec itself, whose runner's memory check says what is missing
+    assert fitting_spec(wide, prep, need[32] - 1) is wide
+    # the queue form narrows among its own kappas; the smem form needs no slots
+    queue = MSSpec(8, 32, "queue", "csr")
+    with pytest.warns(RuntimeWarning, match="kappa 16"):
+        got = fitting_spec(queue, prep, runner_bytes(prep, MSSpec(8, 16, "queue", "csr")))
+    assert got.kappa == 16 and got.form == "queue"
+    smem = MSSpec(8, 32, "smem", "csr")
+    assert fitting_spec(smem, prep, 0) is smem
+
+
+def test_the_runner_of_an_engine_is_narrowed_by_free_memory(monkeypatch, rng):
+    from blest.codegen.msspec import MSSpec
+    from blest.runtime import many
+    from blest.runtime.ms_runner import runner_bytes
+
+    prep, wide = _narrowing_case(rng)
+    free = runner_bytes(prep, MSSpec(8, 256, "grid", "mma", "vertex"))
+    _fake_cupy(monkeypatch, device_free=free, pool=FakePool(0, 0, 0))
+
+    class Device:
+        def __init__(self, device_id):
+            self.id = device_id
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+    sys.modules["cupy"].cuda.Device = Device
+    built = []
+
+    class Runner:
+        def __init__(self, prepared, spec, **kwargs):
+            built.append(spec)
+            self.spec = spec
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(many, "MSRunner", Runner)
+    choice = many.MultiSourceChoice(wide, 1.0, 256)
+    work = many.ManySources(prep, 0, choice, depth_probe=lambda: 5)
+    with pytest.warns(RuntimeWarning, match="kappa 256"):
+        runner = work.runner()
+    assert runner.spec.kappa == 256 and built == [runner.spec]
+    assert work.kappa == 512  # the partition still deals batches of the chosen width

@@ -361,7 +361,18 @@ def _named_stdout() -> Iterator[None]:
 
 
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
-    """Parse ``argv`` and run the chosen command under the error and signal policy."""
+    """Parse ``argv`` and run the chosen command under the error and signal policy. Under
+    ``mpirun`` a rank that fails ends every rank with its exit status (MPI_Abort) once it has
+    said why: the others would wait for it."""
+    status = _run_policy(parser, argv)
+    if status and "mpi4py.MPI" in sys.modules:  # a command that ran under MPI
+        from blest.runtime.mpi import abort_world
+
+        abort_world(status)
+    return status
+
+
+def _run_policy(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
     prog = parser.prog
 
     def warn(message: Warning | str, *_: object, **__: object) -> None:

@@ -17,6 +17,7 @@ __all__ = [
     "out_csr",
     "is_pinned",
     "pinned_array",
+    "available_memory",
     "require_memory",
     "format_bytes",
 ]
@@ -119,17 +120,24 @@ def format_bytes(n: float) -> str:
     return f"{n:.1f} TiB"  # pragma: no cover
 
 
-def require_memory(need: int, device_id: int, what: Any = None) -> None:
-    """Raise :class:`DeviceMemoryError` before allocating when ``need`` bytes exceed what the
-    device has free (CuPy's pool counts as free: it hands its cached blocks back first)."""
+def available_memory() -> int:
+    """Bytes the current device can still give: its free memory plus the blocks CuPy's pool
+    caches (handed back first), at most what the pool's limit leaves, where it has one."""
     import cupy as cp
 
     free, _total = cp.cuda.runtime.memGetInfo()
     pool = cp.get_default_memory_pool()
-    available = free + pool.free_bytes()
+    available = int(free) + int(pool.free_bytes())
     limit = pool.get_limit()
     if limit:
-        available = min(available, max(0, limit - pool.used_bytes()))
+        available = min(available, max(0, int(limit) - int(pool.used_bytes())))
+    return available
+
+
+def require_memory(need: int, device_id: int, what: Any = None) -> None:
+    """Raise :class:`DeviceMemoryError` before allocating when ``need`` bytes exceed what the
+    device has free (CuPy's pool counts as free: it hands its cached blocks back first)."""
+    available = available_memory()
     if need > available:
         about = ""
         if what is not None and hasattr(what, "n") and hasattr(what, "nnz"):

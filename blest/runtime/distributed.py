@@ -37,7 +37,6 @@ A communicator is duck-typed: ``Allreduce(sendbuf, recvbuf, op=...)`` on NumPy a
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 import traceback
@@ -50,6 +49,7 @@ from blest.graph.core import Graph
 from blest.reference.centrality import SourceSums, as_sources, source_sums
 from blest.reference.treesum import Piece, TreeStack, canonical_pieces
 from blest.runtime.balance import assign_batches
+from blest.runtime.mpi import abort_world, local_rank, mpi_world
 
 __all__ = [
     "SUM",
@@ -57,9 +57,11 @@ __all__ = [
     "LocalComm",
     "SerialComm",
     "WorkerError",
+    "abort_world",
     "batches",
     "contiguous_ranges",
     "cpu_sums_worker",
+    "local_rank",
     "mpi_world",
     "partition",
     "reduce_sums",
@@ -70,9 +72,6 @@ __all__ = [
 
 #: The summation op of the communicators defined here (MPI communicators use ``MPI.SUM``).
 SUM = "sum"
-
-#: Environment variables that MPI launchers (Open MPI, MPICH / Hydra, PMIx, Intel MPI) set.
-MPI_ENV_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
 
 # ---------------------------------------------------------------------------- partition
@@ -240,6 +239,7 @@ class SerialComm:
 
     rank = 0
     size = 1
+    local_rank = 0
     SUM = SUM
 
     def Get_rank(self) -> int:
@@ -283,6 +283,7 @@ class LocalComm:
 
     def __init__(self, rank: int, size: int, conn: Any):
         self.rank, self.size, self._conn = rank, size, conn
+        self.local_rank = rank  # every worker runs on this machine
 
     def Get_rank(self) -> int:
         return self.rank
@@ -417,20 +418,3 @@ def _receive(conn: Any, rank: int, proc: Any) -> tuple[str, Any]:
     if kind == "error":
         raise WorkerError(rank, payload[0], payload[1])
     return kind, payload[0]
-
-
-# ---------------------------------------------------------------------------- MPI
-def mpi_world() -> tuple[Any, int, int] | None:
-    """``(MPI.COMM_WORLD, rank, size)`` when launched by ``mpirun`` and mpi4py imports.
-
-    A launcher is recognized by one of :data:`MPI_ENV_VARS`; outside a launcher, or without
-    mpi4py, returns None (and never imports mpi4py outside a launcher).
-    """
-    if not any(v in os.environ for v in MPI_ENV_VARS):
-        return None
-    try:
-        from mpi4py import MPI
-    except ImportError:
-        return None
-    comm = MPI.COMM_WORLD
-    return comm, int(comm.Get_rank()), int(comm.Get_size())

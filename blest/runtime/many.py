@@ -22,13 +22,14 @@ import numpy as np
 
 from blest.codegen.densespec import DenseSpec, row_words
 from blest.codegen.msspec import MSSpec, queue_smem_bytes
-from blest.defaults import DEEP_KAPPA, DEFAULT_KAPPA, QUEUE_KAPPAS
+from blest.defaults import DEEP_KAPPA, DEFAULT_KAPPA, KAPPAS, QUEUE_KAPPAS
 from blest.errors import ArgumentError
 from blest.graph.prepared import Prepared
 from blest.reference.centrality import SourceSums
 from blest.runtime.arguments import Progress
 from blest.runtime.dense_runner import DENSE_BLOCK_SIZE, DenseRunner, dense_fits
-from blest.runtime.ms_runner import MSRunner
+from blest.runtime.device import available_memory, format_bytes, require_memory
+from blest.runtime.ms_runner import MSRunner, runner_bytes
 
 __all__ = [
     "ManySources",
@@ -36,6 +37,7 @@ __all__ = [
     "DenseChoice",
     "DEEP_GRAPH_LEVELS",
     "dense_takes",
+    "fitting_spec",
 ]
 
 #: BFS depth from which the default multi-source kernel runs one batch per block.
@@ -139,7 +141,10 @@ class ManySources:
 
     @property
     def kappa(self) -> int:
-        """The BFSs a batch runs (the partition over several GPUs deals whole batches)."""
+        """The BFSs a batch of the chosen kernel runs: the width the partition over several
+        GPUs deals whole batches of, the same on every GPU. Where the device's free memory
+        cannot hold that width, the runner runs narrower batches (:func:`fitting_spec`), a
+        whole number of them per batch dealt."""
         return self.spec.kappa if self.prepared.n else DEFAULT_KAPPA
 
     def depth(self) -> int:
@@ -154,9 +159,10 @@ class ManySources:
         first use."""
         key = bool(reverse and self.prepared.graph.directed)
         if key not in self._runners:
-            spec, c = self.spec, self.choice
+            c = self.choice
             prepared = self.prepared.reversed(xp=self.cp) if key else self.prepared
             with self.cp.cuda.Device(self.device_id):
+                spec = fitting_spec(self.spec, prepared, available_memory(), self.device_id)
                 self._runners[key] = MSRunner(
                     prepared, spec, eta=c.eta, device=self.device_id,
                     block_size=c.block_size, blocks_per_sm=c.blocks_per_sm,
@@ -235,8 +241,10 @@ class ManySources:
         cp, n, kappa = self.cp, self.n, runner.spec.kappa
         internal, order = self._sorted(users)
         k = internal.size
-        rows = max(kappa, min(k, WINDOW_BYTES // max(4 * n, 1)) // kappa * kappa)
         with cp.cuda.Device(runner.device_id):
+            budget = min(WINDOW_BYTES, available_memory() // 2)  # rows by free memory
+            rows = max(kappa, min(k, budget // max(4 * n, 1)) // kappa * kappa)
+            require_memory(4 * n * min(rows, k), runner.device_id, self.prepared.graph)
             window = cp.empty((min(rows, k), n), dtype=cp.int32)
             for start in range(0, k, rows):
                 stop = min(k, start + rows)
@@ -298,6 +306,33 @@ def dense_takes(n: int, arcs: int, depth: int, free_bytes: int | None = None) ->
     if depth >= DEEP_GRAPH_LEVELS or not dense_fits(DEFAULT_DENSE, n, arcs, free_bytes):
         return False
     return 4 * arcs * row_words(DEFAULT_DENSE, n) * max(depth, 1) <= DENSE_AUTO_BYTES
+
+
+def fitting_spec(spec: MSSpec, prepared: Prepared, free_bytes: int, device_id: int = 0) -> MSSpec:
+    """``spec``, or where a runner of it (:func:`~blest.runtime.ms_runner.runner_bytes`) needs
+    more than ``free_bytes``, the same kernel with the widest smaller kappa whose runner fits
+    (the vertex-major layout becomes chunk-major below kappa 64), said in a warning; ``spec``
+    itself when none fits (the runner's memory check then says what is missing). Kappas are
+    powers of two, so a batch of the chosen width is a whole number of narrower ones."""
+    need = runner_bytes(prepared, spec)
+    if need <= free_bytes or spec.form == "smem":
+        return spec
+    kappas = QUEUE_KAPPAS if spec.form == "queue" else KAPPAS
+    for kappa in sorted((k for k in kappas if k < spec.kappa), reverse=True):
+        layout = spec.layout if kappa >= 64 else "chunk"
+        narrower = MSSpec(spec.sigma, kappa, spec.form, spec.expand, layout)
+        if runner_bytes(prepared, narrower) <= free_bytes:
+            warnings.warn(
+                f"{spec.name} needs about {format_bytes(need)} of GPU memory on this graph and "
+                f"device {device_id} has {format_bytes(free_bytes)} free: running "
+                f"{narrower.name} (kappa {kappa}, "
+                f"{format_bytes(runner_bytes(prepared, narrower))}) instead; the scores are "
+                "the same",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            return narrower
+    return spec
 
 
 def _is_every_vertex(users: np.ndarray) -> bool:

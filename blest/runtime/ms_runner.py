@@ -42,7 +42,7 @@ from blest.runtime.device import (
 )
 from blest.runtime.device_program import DeviceProgram, LaunchShape
 
-__all__ = ["MSRunner", "MSRun"]
+__all__ = ["MSRunner", "MSRun", "runner_bytes", "slot_bytes"]
 
 #: Seconds one launch should take (progress and Ctrl-C are handled between launches).
 LAUNCH_SECONDS = 0.25
@@ -183,18 +183,7 @@ class MSRunner:
 
     def slot_bytes(self) -> int:
         """Device bytes of one batch slot."""
-        s = self.spec
-        if s.form == "queue":  # two overflow queues of 8-byte entries
-            return 2 * 8 * queue_capacity(s.kappa, self.n)
-        return (
-            4 * 4 * s.chunks * self.nvi  # visited, next, two frontier buffers
-            + 4 * (self.nvi // 32 + 1)  # touched bits
-            + 4 * 2 * self.dirty_words  # queued bits
-            + 4 * 5 * self.n  # touched and frontier lists
-            + 8 * 2 * max(self.n_vss, 1)  # queue
-            + 8 * SLOT_WORDS
-            + 4 * 2 * s.kappa
-        )
+        return slot_bytes(self.spec, self.n, self.rho, self.n_vss)
 
     def _allocate(self, max_slots: int | None) -> None:
         cp = self._cp
@@ -371,6 +360,39 @@ class MSRunner:
         self._graph = self._state = {}
         self._every_vertex = None
         self._sums_buffers = None
+
+
+def slot_bytes(spec: MSSpec, n: int, rho: int, n_vss: int) -> int:
+    """Device bytes of one batch slot of ``spec`` on a graph of ``n`` vertices, ``rho`` slice
+    sets and ``n_vss`` virtual slice sets (the queue form: one block's overflow queues; the
+    smem form keeps its state in shared memory: 0)."""
+    if spec.form == "smem":
+        return 0
+    if spec.form == "queue":  # two overflow queues of 8-byte entries
+        return 2 * 8 * queue_capacity(spec.kappa, n)
+    nvi, dirty_words = spec.sigma * rho, (rho + 31) // 32
+    return (
+        4 * 4 * spec.chunks * nvi  # visited, next, two frontier buffers
+        + 4 * (nvi // 32 + 1)  # touched bits
+        + 4 * 2 * dirty_words  # queued bits
+        + 4 * 5 * n  # touched and frontier lists
+        + 8 * 2 * max(n_vss, 1)  # queue
+        + 8 * SLOT_WORDS
+        + 4 * 2 * spec.kappa
+    )
+
+
+def runner_bytes(prepared: Prepared, spec: MSSpec) -> int:
+    """Device bytes an :class:`MSRunner` of ``spec`` needs at least on ``prepared``: its copy of
+    the graph (BVSS, in-adjacency, out-adjacency for the CUDA-core expansion, permutation) and
+    one slot (the grid form runs one; the block and queue forms as many as fit, at least
+    one)."""
+    b, n, nnz = prepared.bvss, int(prepared.n), int(prepared.graph.nnz)
+    graph = sum(int(getattr(a, "nbytes", 0)) for a in (b.row_ids, b.masks, b.real_ptrs))
+    graph += (8 * (n + 1) + 4 * nnz) * (2 if spec.expand == "csr" else 1)
+    if not prepared.permutation.is_identity:
+        graph += 4 * n
+    return graph + slot_bytes(spec, n, b.n_slice_sets, b.n_vss)
 
 
 def _smem_queue_entries(
