@@ -154,12 +154,8 @@ def default_choice(n: int, arcs: int, depth: int, max_degree: int | None = None)
 
 def largest_degree(graph: Any) -> int:
     """The largest in- or out-degree of ``graph`` (0 without arcs)."""
-    most = 0
-    for deg in (graph.in_degree, graph.out_degree):
-        arr = np.asarray(deg)
-        if arr.size:
-            most = max(most, int(arr.max()))
-    return most
+    degrees = (np.asarray(d) for d in (graph.in_degree, graph.out_degree))
+    return max((int(d.max()) for d in degrees if d.size), default=0)
 
 
 def plan_width(slots: int, kappa: int, n: int = 0, rows_bytes: int | None = None) -> int:
