@@ -68,8 +68,11 @@ def test_calls_equal_the_cpu_runner_bit_for_bit(zoo, spec):
     for name, graph in graphs.items():
         slots = int(rng.choice([1, 3, 64]))
         wide = [None, 0, 8, 64][int(rng.integers(4))]  # the form's default, all, some
-        runner = _runner(graph, spec, block_size=int(rng.choice([256, 512, 1024])),
-                         max_slots=slots, wide_degree=wide)  # fmt: skip
+        kw = {}
+        if spec.form == "queue":  # visited bits where they fit (shared), or in global memory
+            kw["vis_smem"] = [None, False][int(rng.integers(2))]
+        runner = _runner(graph, spec, block_size=int(rng.choice([128, 256, 512, 1024])),
+                         max_slots=slots, wide_degree=wide, **kw)  # fmt: skip
         try:
             _poison(runner)
             for endpoints in (False, True):
@@ -113,7 +116,8 @@ def test_betweenness_equals_networkx(zoo, name):
     rng, graphs = zoo
     graph = graphs[name]
     G = _nx_graph(graph)
-    spec = list(bc_variants())[int(rng.integers(6))]
+    specs = list(bc_variants())
+    spec = specs[int(rng.integers(len(specs)))]
     from blest.runtime.engine import Engine
 
     with Engine(Prepared.from_graph(graph, 8)) as eng:
@@ -148,7 +152,8 @@ def test_scores_do_not_depend_on_width_variant_or_device(zoo):
     for name in ("power_law", "road_deep", "directed"):
         graph = graphs[name]
         want = brandes(graph, endpoints=True).tobytes()  # the CPU runner
-        for spec in (BCSpec(32, "block"), BCSpec(8, "grid"), BCSpec(16, "block")):
+        for spec in (BCSpec(32, "block"), BCSpec(8, "grid"), BCSpec(16, "block"),
+                     BCSpec(2, "queue"), BCSpec(8, "queue")):  # fmt: skip
             for slots in (1, 5, None):
                 runner = _runner(graph, spec, max_slots=slots)
                 make = functools.partial(_bound, runner)
@@ -160,10 +165,11 @@ def test_scores_do_not_depend_on_width_variant_or_device(zoo):
         assert blest.betweenness(graph, endpoints=True, device=0).tobytes() == want
 
 
-def test_counts_past_2_to_the_512_fall_back_to_the_cpu():
+@pytest.mark.parametrize("spec", [BCSpec(8, "block"), BCSpec(2, "queue")], ids=lambda s: s.name)
+def test_counts_past_2_to_the_512_fall_back_to_the_cpu(spec):
     graph, last = diamonds([16] * 130)
     sources = np.array([0, 1, last // 2, last - 1], dtype=np.int64)  # two far ends, two middle
-    runner = _runner(graph, BCSpec(8, "block"))
+    runner = _runner(graph, spec)
     try:
         with pytest.warns(RuntimeWarning, match="2\\^512"):
             got = runner.run_batch(sources)

@@ -1,5 +1,6 @@
 """The Brandes kernels run on the CPU (tests/cuda_cpu.py: one OS thread per CUDA thread, warp
-collectives emulated): every kappa in both forms, a call's batches and their combination, on
+collectives emulated): every kappa in every form (the queue form with its visited bits in
+shared and in global memory), a call's batches and their combination, on
 directed, undirected, disconnected, deep, star-shaped and grid graphs (many shortest paths of
 one length), from poisoned buffers, against the CPU runner bit for bit; the slot's state is
 left clean for the next call (a second call on the same buffers gives the same bits); a count
@@ -21,6 +22,7 @@ from blest.codegen.bcspec import (
     BC_SLOT_WORDS,
     BCSpec,
     bc_variants,
+    queue_shared_bytes,
     wide_vertices,
 )
 from blest.codegen.contract import CTL, CTL_WORDS
@@ -79,12 +81,16 @@ def fresh_state(spec: BCSpec, graph: Graph, slots: int, wide_degree: int) -> dic
 
 
 def run_call(exe, spec: BCSpec, graph: Graph, sources, *, endpoints=False, state=None,
-             blocks=1, wide_degree=WIDE) -> dict:  # fmt: skip
+             blocks=1, wide_degree=WIDE, vis_smem=True) -> dict:  # fmt: skip
     """One call: every batch of ``sources`` (a power of two, or fewer than kappa) in one
-    launch, then the combination; ``blocks`` blocks (the block form: one slot each)."""
+    launch, then the combination; ``blocks`` blocks (the block and queue forms: one slot
+    each); ``vis_smem``: the queue form keeps its visited bits in shared memory."""
     n, k = graph.n, len(sources)
     batches = -(-k // spec.kappa)
-    slots = blocks if spec.form == "block" else 1
+    slots = 1 if spec.form == "grid" else blocks
+    shared = BC_SHARED_BYTES
+    if spec.form == "queue":
+        shared = queue_shared_bytes(spec.kappa, n, vis_smem)
     fresh, wide_cap = fresh_state(spec, graph, slots, wide_degree)
     arrays = {
         "out_ptr": np.asarray(graph.out_ptr, np.int64),
@@ -100,8 +106,8 @@ def run_call(exe, spec: BCSpec, graph: Graph, sources, *, endpoints=False, state
     }
     scalars = {"n": n, "n_sources": k, "batch_first": 0, "batch_last": batches,
                "endpoints": int(endpoints), "wide_degree": wide_degree,
-               "wide_cap": wide_cap}  # fmt: skip
-    out = run(exe, arrays, scalars, THREADS, BC_SHARED_BYTES, blocks=blocks)
+               "wide_cap": wide_cap, "vis_smem": int(vis_smem)}  # fmt: skip
+    out = run(exe, arrays, scalars, THREADS, shared, blocks=blocks)
     out["rows"] = out["rows"].reshape(batches, n)
     return out
 
@@ -158,22 +164,43 @@ def test_calls_equal_the_cpu_runner_bit_for_bit(programs, rng, spec):
     for name, graph in zoo(rng).items():
         sources = call_sources(rng, graph, spec)
         endpoints = bool(rng.random() < 0.5)
-        blocks = 2 if spec.form == "block" else 1
+        blocks = 1 if spec.form == "grid" else 2
         wide = int(rng.choice([0, WIDE, 2**40]))  # every vertex wide, hubs, none
+        vis_smem = bool(rng.random() < 0.5)  # the queue form's visited bits: shared or global
         out = run_call(programs[spec], spec, graph, sources, endpoints=endpoints, blocks=blocks,
-                       wide_degree=wide)  # fmt: skip
-        check_call(out, spec, graph, sources, endpoints, f"{name} endpoints={endpoints} {wide}")
+                       wide_degree=wide, vis_smem=vis_smem)  # fmt: skip
+        label = f"{name} endpoints={endpoints} {wide} vis_smem={vis_smem}"
+        check_call(out, spec, graph, sources, endpoints, label)
 
 
-def test_a_second_call_on_the_same_buffers_gives_the_same_bits(programs, rng):
-    spec = BCSpec(16, "block")
+@pytest.mark.parametrize(
+    ("spec", "vis_smem"),
+    [(BCSpec(16, "block"), True), (BCSpec(4, "queue"), True), (BCSpec(4, "queue"), False)],
+    ids=["bc_k16_block", "bc_k4_queue", "bc_k4_queue_global_visited"],
+)
+def test_a_second_call_on_the_same_buffers_gives_the_same_bits(programs, rng, spec, vis_smem):
     graph = small_zoo(rng, 120)["disconnected"]
     first = rng.choice(graph.n, 32, replace=False)
-    out = run_call(programs[spec], spec, graph, first, blocks=2)
+    out = run_call(programs[spec], spec, graph, first, blocks=2, vis_smem=vis_smem)
     check_call(out, spec, graph, first, False, "first call")
     second = rng.choice(graph.n, 16, replace=False)
-    again = run_call(programs[spec], spec, graph, second, endpoints=True, state=state_of(out))
+    again = run_call(programs[spec], spec, graph, second, endpoints=True, state=state_of(out),
+                     vis_smem=vis_smem)  # fmt: skip
     check_call(again, spec, graph, second, True, "second call")
+
+
+@pytest.mark.parametrize("vis_smem", [True, False])
+def test_the_queue_form_on_deep_grid_and_star_graphs(programs, rng, vis_smem):
+    """Every queue kappa on a deep graph (hundreds of levels), a grid (many equal paths) and a
+    star (a hub of every arc), two blocks taking batches in turn, with and without endpoints."""
+    graphs = {"deep": small_zoo(rng, 150)["deep"], "grid": complete_grid(7, 9), "star": star(40)}
+    for spec in (s for s in SPECS if s.form == "queue"):
+        for name, graph in graphs.items():
+            sources = rng.choice(graph.n, 4 * spec.kappa, replace=False).astype(np.int64)
+            for endpoints in (False, True):
+                out = run_call(programs[spec], spec, graph, sources, endpoints=endpoints,
+                               blocks=2, vis_smem=vis_smem)  # fmt: skip
+                check_call(out, spec, graph, sources, endpoints, f"{spec.name} {name}")
 
 
 def test_the_grid_form_on_two_blocks(programs, rng):
@@ -185,11 +212,11 @@ def test_the_grid_form_on_two_blocks(programs, rng):
     check_call(out, spec, graph, sources, False, "two blocks")
 
 
-def test_a_count_of_2_to_the_512_flags_its_batch_only(programs):
+@pytest.mark.parametrize("spec", [BCSpec(8, "block"), BCSpec(8, "queue")], ids=lambda s: s.name)
+def test_a_count_of_2_to_the_512_flags_its_batch_only(programs, spec):
     """A chain of 128 diamonds of width 16: the far end has 16^128 = 2^512 shortest paths from
     vertex 0 (the CPU rescales there); a batch of sources near the middle (at most 16^65
     paths to anywhere) stays exact."""
-    spec = BCSpec(8, "block")
     graph, last = diamonds([16] * 128)
     middle = last // 2  # the 64th hub
     sources = np.concatenate([np.arange(8), np.arange(middle, middle + 8)])

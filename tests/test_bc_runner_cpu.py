@@ -25,7 +25,7 @@ from blest.runtime import bc_runner
 
 pytestmark = pytest.mark.skipif(not have_compiler(), reason="needs g++")
 
-SPECS = [BCSpec(8, "block"), BCSpec(16, "grid")]
+SPECS = [BCSpec(8, "block"), BCSpec(16, "grid"), BCSpec(2, "queue")]
 ENTRY = {"bc": BC_KERNEL, "combine": BC_COMBINE_KERNEL}
 
 
@@ -157,8 +157,13 @@ def test_betweenness_through_the_runner_equals_the_cpu(shim, rng, spec):
     graphs = {"directed": make_directed(rng, 70), "deep": path_like(rng, 50),
               "power_law": make_power_law(rng, 60)}  # fmt: skip
     for name, graph in graphs.items():
-        runner = make(graph, spec, wide_degree=int(rng.choice([6, 2048])))
-        assert runner.width == 64 and runner.slots == (2 if spec.form == "block" else 1)
+        kw = {"vis_smem": False if name == "deep" else None} if spec.form == "queue" else {}
+        runner = make(graph, spec, wide_degree=int(rng.choice([6, 2048])), **kw)
+        if spec.form == "queue":  # global memory when told (the deep graph), else they fit
+            where = "global" if name == "deep" else "shared"
+            assert f"visited bits in {where} memory" in runner.memory_summary()
+        slots = 1 if spec.form == "grid" else 2
+        assert runner.width == 4 * slots * spec.kappa and runner.slots == slots
         assert "slot" in runner.memory_summary()
         for endpoints in (False, True):
             k = None if endpoints else int(rng.integers(10, 30))
@@ -178,7 +183,7 @@ def test_betweenness_through_the_runner_equals_the_cpu(shim, rng, spec):
         launches = runner._program.launches
         assert {role for role, *_ in launches} == {"bc", "combine"}
         bc = [(a, b) for role, a, b in launches if role == "bc"]
-        assert any(b - a < 64 // spec.kappa for a, b in bc)  # calls ran in several launches
+        assert any(b - a < runner.width // spec.kappa for a, b in bc)  # several launches a call
         runner.close()
 
 
@@ -217,15 +222,16 @@ def test_the_search_times_candidates_and_refines_the_leaders_wide_degree(shim, r
 
     graph = make_power_law(rng, 40)
     order = [bc_search.BCCandidate(spec, 64, 256) for spec in SPECS]
-    monkeypatch.setattr(bc_search, "bc_candidates", lambda n, arcs, depth: order)
+    monkeypatch.setattr(bc_search, "bc_candidates", lambda n, arcs, depth, max_degree: order)
     monkeypatch.setattr(bc_search, "WIDE_GRID", (4, 256, 2048))
     best, table = bc_search.search_betweenness(graph, 5, budget_s=60.0, sample=16)
-    assert [r.candidate for r in table][:2] == order
+    assert [r.candidate for r in table][:3] == order
     assert all(r.error is None and r.sources >= 1 for r in table), table
     assert table[0].sources == np.unique(bc_search.sample_sources(graph.n, 16)).size
-    lead = min(table[:2], key=lambda r: r.seconds_per_source).candidate
-    assert [r.candidate for r in table[2:]] == [  # the leader at the wide degrees not timed
-        bc_search.BCCandidate(lead.spec, 64, w) for w in (4, 2048)
+    lead = min(table[:3], key=lambda r: r.seconds_per_source).candidate
+    refined = [] if lead.spec.form == "queue" else [4, 2048]  # the queue form has no wide
+    assert [r.candidate for r in table[3:]] == [  # the leader at the wide degrees not timed
+        bc_search.BCCandidate(lead.spec, 64, w) for w in refined
     ]
     assert best.seconds_per_source == min(r.seconds_per_source for r in table)
     assert all("slot" in r.memory for r in table)

@@ -21,7 +21,7 @@ from blest.reference.betweenness import CPURunner, batch_contributions
 from blest.reference.treesum import tree_sum
 from blest.runtime import bc_runner
 from blest.runtime.bc_runner import BCChoice, BCRunners, cpu_rows, default_choice, plan_width
-from blest.tuning.bc_search import bc_candidates
+from blest.tuning.bc_search import BCCandidate, bc_candidates
 from blest.tuning.config import TunedConfig
 
 
@@ -104,15 +104,28 @@ def test_width_default_and_candidates():
     assert plan_width(264, 32, 10**6, 0) == 32  # at least one batch
     assert all(plan_width(s, k) & (plan_width(s, k) - 1) == 0 for s in (1, 7, 99) for k in (8, 32))
     assert default_choice(115_000, 239_000, 1000) == BCChoice(BCSpec(32, "block"), 512, 256)
+    road = default_choice(115_000, 239_000, 1000, max_degree=6)  # deep, small degrees
+    assert road == BCChoice(BCSpec(2, "queue"), 256, 256)
+    assert default_choice(115_000, 239_000, 1000, max_degree=65).spec == BCSpec(32, "block")
+    assert default_choice(115_000, 239_000, 40, max_degree=6).spec == BCSpec(32, "block")
     assert default_choice(22_000, 342_000, 11).spec == BCSpec(32, "block")  # small
     big = default_choice(2_100_000, 63_500_000, 7)  # big, shallow
     assert big == BCChoice(BCSpec(32, "grid"), 1024, 2048)
     deep = bc_candidates(115_000, 239_000, 1000)
     shallow = bc_candidates(2_100_000, 63_500_000, 7)
+    road = bc_candidates(115_000, 239_000, 1000, max_degree=6)
     assert deep[0].spec == BCSpec(32, "block") and shallow[0].spec == BCSpec(32, "grid")
-    assert len(set(deep)) == len(deep) == 15
-    assert {c.spec for c in deep} == {c.spec for c in shallow}
-    assert {(c.spec.form, c.wide_degree) for c in deep} == {("block", 256), ("grid", 2048)}
+    assert road[0] == BCCandidate(BCSpec(2, "queue"), 256, 256)
+    assert [c.spec.form for c in road[:12]] == ["queue"] * 12
+    assert [c.spec.form for c in deep[9:12]] == ["queue"] * 3  # before the grid form
+    assert shallow[-1].spec.form == "queue"
+    assert len(set(deep)) == len(deep) == 27
+    assert {c.spec for c in deep} == {c.spec for c in shallow} == {c.spec for c in road}
+    assert {(c.spec.form, c.wide_degree) for c in deep} == {
+        ("block", 256),
+        ("grid", 2048),
+        ("queue", 256),
+    }
 
 
 def test_cpu_rows_are_the_batches_nodes(rng):
@@ -151,10 +164,10 @@ def test_an_engines_runners(rng, monkeypatch):
     g = path_like(rng, 150)
     depths = []
     runners = BCRunners(g, 3, lambda: depths.append(1) or 140)
-    with pytest.warns(RuntimeWarning, match="not tuned for betweenness.*bc_k32_block"):
-        plain = runners.runner(endpoints=False)
+    with pytest.warns(RuntimeWarning, match="not tuned for betweenness.*bc_k2_queue"):
+        plain = runners.runner(endpoints=False)  # deep, small degrees: the queue form
     ends = runners.runner(endpoints=True)
-    assert depths == [1] and FakeRunner.built == [(BCSpec(32, "block"), 512, 3, 256)]  # once
+    assert depths == [1] and FakeRunner.built == [(BCSpec(2, "queue"), 256, 3, 256)]  # once
     src = rng.choice(g.n, 16, replace=False)
     assert plain.run_batch(src).tobytes() == CPURunner(g).run_batch(src).tobytes()
     want = CPURunner(g, endpoints=True).run_batch(src)

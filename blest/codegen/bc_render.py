@@ -15,10 +15,12 @@ from blest.codegen.bcspec import (
     BC_COMBINE_KERNEL,
     BC_KERNEL,
     BC_MAX_ROWS,
+    BC_QUEUE_HEAD_WORDS,
     BC_SHARED_BYTES,
     BC_SLOT_FIELDS,
     BC_SLOT_WORDS,
     BCSpec,
+    queue_shared_bytes,
 )
 from blest.codegen.program import (
     KernelParam,
@@ -65,6 +67,7 @@ def bc_state_params() -> list[KernelParam]:
         KernelParam("long long", "wide_cap", "entries of a slot's wide list"),
         KernelParam("u64*", "slot_ctl", "slots * SLOT_WORDS; QEND zero between batches"),
         KernelParam("u32*", "ctl", "CTL_WORDS, zeroed before each launch"),
+        KernelParam("int", "vis_smem", "queue form: nonzero: visited bits in shared memory"),
     ]
 
 
@@ -102,6 +105,8 @@ def _context(spec: BCSpec) -> dict:
         kappa=spec.kappa,
         warp_groups=spec.groups,
         grid=spec.form == "grid",
+        queue=spec.form == "queue",
+        queue_head_words=BC_QUEUE_HEAD_WORDS,
         slot_fields=BC_SLOT_FIELDS,
         slot_words=BC_SLOT_WORDS,
         max_rows=BC_MAX_ROWS,
@@ -126,8 +131,15 @@ def _shared(n: int, smem_queue: int = 0) -> int:
 @functools.lru_cache(maxsize=16)
 def bc_program(spec: BCSpec) -> KernelProgram:
     """The module of ``spec`` as the runtime loads it: roles ``"bc"`` (which takes
-    :data:`~blest.codegen.bcspec.BC_SHARED_BYTES` of dynamic shared memory) and
+    :data:`~blest.codegen.bcspec.BC_SHARED_BYTES` of dynamic shared memory; the queue form
+    its head and, where they fit, the visited bits: :func:`queue_shared_bytes`) and
     ``"combine"``."""
+    shared = _shared
+    if spec.form == "queue":
+
+        def shared(n: int, smem_queue: int = 0) -> int:
+            return queue_shared_bytes(spec.kappa, n, True)
+
     return KernelProgram(
         family="betweenness",
         name=spec.name,
@@ -135,5 +147,5 @@ def bc_program(spec: BCSpec) -> KernelProgram:
         kernels={"bc": BC_KERNEL, "combine": BC_COMBINE_KERNEL},
         groups=_groups(),
         tables=("CTL", "SLOT"),
-        shared_bytes=_shared,
+        shared_bytes=shared,
     )

@@ -8,13 +8,16 @@ batch's per-source contribution rows in the fixed tree of :mod:`blest.reference.
 
 Axes (docs/variants.md):
 
-* ``kappa`` - sources per batch (8, 16, 32): one bit per source in a 32-bit mask per vertex,
-  and kappa lanes of a warp per vertex (lane s computes source s), so a warp reads a vertex's
-  kappa levels, counts or dependencies in one coalesced access;
+* ``kappa`` - sources per batch (8, 16, 32; the queue form 1, 2, 4, 8): one bit per source
+  in a 32-bit mask per vertex, and kappa lanes of a warp per vertex (lane s computes source
+  s), so a warp reads a vertex's kappa levels, counts or dependencies in one coalesced access;
 * ``form`` - ``block``: every thread block runs batches of its own (block barriers only), for
   deep or small graphs, where a grid barrier per level costs more than the level; ``grid``:
   every block works on one batch together (a cooperative launch, grid barriers), for big
-  shallow graphs whose levels hold millions of arcs.
+  shallow graphs whose levels hold millions of arcs; ``queue``: every block runs small batches
+  of its own with the visited bits in shared memory and a thread per queue entry (vertex,
+  source bits), one block barrier a level (forward and backward), for deep graphs of small
+  degrees (road networks, meshes: ~1,000 levels of a few hundred vertices).
 
 A vertex with ``wide_degree`` or more in- or out-arcs (a runtime choice) is *wide*: its
 sequential sums would hold one warp for a long chain of loads, so a whole block computes their
@@ -24,12 +27,13 @@ Memory of one batch slot (:func:`slot_bytes`): levels, counts and dependencies o
 (vertex, source) pair (4 + 8 + 8 bytes), the queue of (vertex, source mask) entries of every
 level (8 bytes, at most n x kappa of them), two masks per vertex (visited, next), the level
 offsets, the list of the wide vertices' entries (at most kappa per wide vertex) and
-:data:`BC_SLOT_WORDS` counters.
+:data:`BC_SLOT_WORDS` counters. The queue form keeps levels, counts, dependencies and the
+queue (every (vertex, source) pair is in one entry), the visited bits (kappa per vertex) when
+they are not in shared memory, and the level offsets (:func:`slot_bytes`).
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import ClassVar
@@ -44,7 +48,9 @@ from blest.errors import ArgumentError
 __all__ = [
     "BCSpec",
     "BC_KAPPAS",
+    "BC_QUEUE_KAPPAS",
     "BC_FORMS",
+    "BC_QUEUE_HEAD_WORDS",
     "BC_SPEC_FORMAT",
     "BC_KERNEL",
     "BC_COMBINE_KERNEL",
@@ -56,13 +62,20 @@ __all__ = [
     "BC_SHARED_BYTES",
     "wide_vertices",
     "bc_variants",
+    "form_kappas",
     "slot_bytes",
+    "queue_shared_bytes",
 ]
 
 BC_SPEC_FORMAT = 1
 #: Sources per batch the generator supports.
 BC_KAPPAS: tuple[int, ...] = (8, 16, 32)
-BC_FORMS: tuple[str, ...] = ("block", "grid")
+#: Sources per batch of the queue form (small batches: many blocks, each alone on its batch).
+BC_QUEUE_KAPPAS: tuple[int, ...] = (1, 2, 4, 8)
+BC_FORMS: tuple[str, ...] = ("block", "grid", "queue")
+#: Words of the queue form's dynamic shared memory before its visited bits: the batch, three
+#: level sizes, the reach of each source.
+BC_QUEUE_HEAD_WORDS = 4 + max(BC_QUEUE_KAPPAS)
 #: The entry points: the batches of a launch, and the tree over their rows.
 BC_KERNEL = f"{KERNEL_PREFIX}_bc"
 BC_COMBINE_KERNEL = f"{KERNEL_PREFIX}_bc_combine"
@@ -85,7 +98,13 @@ BC_SLOT_FIELDS: tuple[CtlField, ...] = (
 #: Slot counter offsets by lower-case name.
 BC_SLOT: dict[str, int] = {f.name.lower(): f.offset for f in BC_SLOT_FIELDS}
 
-_CHOICES: dict[str, tuple] = {"kappa": BC_KAPPAS, "form": BC_FORMS}
+_CHOICES: dict[str, tuple] = {"kappa": tuple(sorted(set(BC_KAPPAS) | set(BC_QUEUE_KAPPAS))),
+                              "form": BC_FORMS}  # fmt: skip
+
+
+def form_kappas(form: str) -> tuple[int, ...]:
+    """The kappas a form takes."""
+    return BC_QUEUE_KAPPAS if form == "queue" else BC_KAPPAS
 
 
 @dataclass(frozen=True)
@@ -103,6 +122,11 @@ class BCSpec(JsonSpec):
             allowed = _CHOICES[f.name]
             if value not in allowed or type(value) is not type(allowed[0]):
                 raise ArgumentError(f"BCSpec.{f.name} must be one of {allowed}, got {value!r}")
+        if self.kappa not in form_kappas(self.form):
+            raise ArgumentError(
+                f"BCSpec.kappa of the {self.form} form must be one of {form_kappas(self.form)}, "
+                f"got {self.kappa}"
+            )
 
     @property
     def groups(self) -> int:
@@ -117,8 +141,9 @@ class BCSpec(JsonSpec):
 
 def bc_variants() -> Iterator[BCSpec]:
     """Every BCSpec."""
-    for kappa, form in itertools.product(BC_KAPPAS, BC_FORMS):
-        yield BCSpec(kappa, form)
+    for form in BC_FORMS:
+        for kappa in form_kappas(form):
+            yield BCSpec(kappa, form)
 
 
 def wide_vertices(in_degree: np.ndarray, out_degree: np.ndarray, wide_degree: int) -> int:
@@ -130,6 +155,13 @@ def slot_bytes(spec: BCSpec, n: int, wide: int = 0) -> int:
     """Device bytes of one batch slot on n vertices of which ``wide`` are wide (see the module
     docstring)."""
     pairs = n * spec.kappa
+    if spec.form == "queue":
+        return (
+            28 * pairs  # level, sigma, delta; the queue
+            + 4 * n  # visited bits, when not in shared memory
+            + 16 * (n + 2)  # where each level starts in the queue
+            + 8 * BC_SLOT_WORDS
+        )
     return (
         20 * pairs  # level, sigma, delta
         + 8 * pairs  # the queue
@@ -138,3 +170,10 @@ def slot_bytes(spec: BCSpec, n: int, wide: int = 0) -> int:
         + 8 * max(1, wide * spec.kappa)  # the wide list
         + 8 * BC_SLOT_WORDS
     )
+
+
+def queue_shared_bytes(kappa: int, n: int, vis_smem: bool) -> int:
+    """Dynamic shared memory of a queue-form block: the head, then (``vis_smem``) kappa
+    visited bits per vertex."""
+    vis = 4 * (-(-n * kappa // 32)) if vis_smem else 0
+    return 4 * BC_QUEUE_HEAD_WORDS + vis

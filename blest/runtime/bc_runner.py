@@ -54,12 +54,24 @@ from typing import Any
 import numpy as np
 
 from blest.codegen.bc_render import bc_program
-from blest.codegen.bcspec import BC_SLOT_WORDS, BCSpec, slot_bytes, wide_vertices
+from blest.codegen.bcspec import (
+    BC_SLOT_WORDS,
+    BCSpec,
+    queue_shared_bytes,
+    slot_bytes,
+    wide_vertices,
+)
 from blest.codegen.contract import CTL, CTL_WORDS
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.reference.betweenness import BatchRunner, CPURunner, run_range
 from blest.reference.treesum import combine
-from blest.runtime.device import cupy_module, format_bytes, pinned_array, require_memory
+from blest.runtime.device import (
+    cupy_module,
+    device_smem_limit,
+    format_bytes,
+    pinned_array,
+    require_memory,
+)
 from blest.runtime.device_program import DeviceProgram, LaunchShape
 
 __all__ = [
@@ -68,11 +80,13 @@ __all__ = [
     "BCRunners",
     "DEEP_LEVELS",
     "GRID_ARCS",
+    "QUEUE_MAX_DEGREE",
     "MAX_WIDTH",
     "WIDE_DEGREE",
     "cpu_rows",
     "default_choice",
     "default_wide_degree",
+    "largest_degree",
     "plan_width",
 ]
 
@@ -91,12 +105,18 @@ LAUNCH_SECONDS = 0.25
 _RESET = slice(min(CTL["barrier_count"], CTL["next_batch"]), CTL["barrier_count"] + 2)
 #: Threads per block of the combination.
 COMBINE_BLOCK = 256
-#: The default variant: the block form on graphs of this many BFS levels or more, or of fewer
-#: arcs than GRID_ARCS; the grid form elsewhere (big shallow graphs).
+#: The default variant: the queue form on graphs of this many BFS levels or more whose vertices
+#: have at most QUEUE_MAX_DEGREE in- and out-arcs (a thread adds a vertex's terms alone), the
+#: block form on other deep graphs and on those of fewer arcs than GRID_ARCS; the grid form
+#: elsewhere (big shallow graphs).
 DEEP_LEVELS = 64
 GRID_ARCS = 1 << 22
+QUEUE_MAX_DEGREE = 64
 DEFAULT_KAPPA = 32
 DEFAULT_BLOCK = 512
+#: The queue form's default: small batches, many blocks per multiprocessor (ms_queue's).
+QUEUE_KAPPA = 2
+QUEUE_BLOCK = 256
 #: Vertices of this many in- or out-arcs are worked on by a whole block (bcspec's "wide"): the
 #: grid form's default (a level of a big graph holds many such vertices, which warps take in
 #: parallel), and the block form's (where a level's few entries wait for the longest sum).
@@ -114,16 +134,28 @@ class BCChoice:
 
 
 def default_wide_degree(spec: BCSpec) -> int:
-    """The wide degree a form takes unless told otherwise."""
-    return BLOCK_WIDE_DEGREE if spec.form == "block" else WIDE_DEGREE
+    """The wide degree a form takes unless told otherwise (the queue form ignores it)."""
+    return WIDE_DEGREE if spec.form == "grid" else BLOCK_WIDE_DEGREE
 
 
-def default_choice(n: int, arcs: int, depth: int) -> BCChoice:
-    """The variant an engine runs when no config chose one: kappa 32, the block form on deep or
-    small graphs, the grid form on big shallow ones."""
-    spec = BCSpec(DEFAULT_KAPPA, "grid" if depth < DEEP_LEVELS and arcs >= GRID_ARCS else "block")
+def default_choice(n: int, arcs: int, depth: int, max_degree: int | None = None) -> BCChoice:
+    """The variant an engine runs when no config chose one: the queue form at kappa 2 on deep
+    graphs whose largest in- or out-degree (``max_degree``; None: unknown, taken as large) is at
+    most QUEUE_MAX_DEGREE; else kappa 32, the block form on deep or small graphs, the grid form
+    on big shallow ones."""
+    deep = depth >= DEEP_LEVELS
+    if deep and max_degree is not None and max_degree <= QUEUE_MAX_DEGREE:
+        spec = BCSpec(QUEUE_KAPPA, "queue")
+        return BCChoice(spec, QUEUE_BLOCK, default_wide_degree(spec))
+    spec = BCSpec(DEFAULT_KAPPA, "grid" if not deep and arcs >= GRID_ARCS else "block")
     block = DEFAULT_BLOCK if spec.form == "block" else 1024
     return BCChoice(spec, block, default_wide_degree(spec))
+
+
+def largest_degree(graph: Any) -> int:
+    """The largest in- or out-degree of ``graph`` (0 without arcs)."""
+    degrees = (np.asarray(d) for d in (graph.in_degree, graph.out_degree))
+    return max((int(d.max()) for d in degrees if d.size), default=0)
 
 
 def plan_width(slots: int, kappa: int, n: int = 0, rows_bytes: int | None = None) -> int:
@@ -165,6 +197,7 @@ class BCRunner:
         max_slots: int | None = None,
         endpoints: bool = False,
         wide_degree: int | None = None,
+        vis_smem: bool | None = None,
     ) -> None:
         from blest.codegen import toolchain
 
@@ -179,8 +212,12 @@ class BCRunner:
         self.n = self.length = int(graph.n)
         wide = default_wide_degree(spec) if wide_degree is None else wide_degree
         self.wide_degree = max(0, int(wide))
-        self.wide = wide_vertices(graph.in_degree, graph.out_degree, self.wide_degree)
+        queue = spec.form == "queue"  # no wide list: a thread adds a vertex's terms alone
+        self.wide = (
+            0 if queue else wide_vertices(graph.in_degree, graph.out_degree, self.wide_degree)
+        )
         self.wide_cap = max(1, self.wide * spec.kappa)
+        self.vis_smem = False
         self.device_id, self.arch, self.device_name = toolchain.require_gpu(device)
         self._warned = self._void = False
         self.last_depth = 0
@@ -188,7 +225,7 @@ class BCRunner:
         with cp.cuda.Device(self.device_id):
             self._upload(graph)
             self._program = DeviceProgram(bc_program(spec), self.device_id, self.arch)
-            self._plan(blocks_per_sm, max_slots)
+            self._plan(blocks_per_sm, max_slots, vis_smem)
             self._allocate()
 
     # ------------------------------------------------------------------ set-up
@@ -209,10 +246,22 @@ class BCRunner:
                        "in_idx": in_idx, "n": np.int32(self.n),
                        "wide_degree": np.int64(self.wide_degree)}  # fmt: skip
 
-    def _plan(self, blocks_per_sm: int | None, max_slots: int | None) -> None:
-        """Slots, the launch's blocks, the width and the rows."""
+    def _plan(
+        self, blocks_per_sm: int | None, max_slots: int | None, vis_smem: bool | None
+    ) -> None:
+        """Slots, the launch's blocks, the width and the rows; the queue form's visited bits
+        in shared memory where a block can have them (``vis_smem`` None), or as told."""
         cp, spec = self._cp, self.spec
         shared = self._program.program.shared_bytes(self.n)
+        if spec.form == "queue":
+            fits = shared <= device_smem_limit(cp, self.device_id)
+            if vis_smem and not fits:
+                raise ArgumentError(
+                    f"{spec.name}: the visited bits of {self.n:,} vertices do not fit a block's "
+                    "shared memory here"
+                )
+            self.vis_smem = fits if vis_smem is None else bool(vis_smem)
+            shared = queue_shared_bytes(spec.kappa, self.n, self.vis_smem)
         self.per_slot = slot_bytes(spec, self.n, self.wide)
         per_sm = self._program.occupancy("bc", self.block_size, shared)
         if blocks_per_sm is not None:
@@ -237,6 +286,7 @@ class BCRunner:
         rows_bytes = 8 * self.max_rows * n
         require_memory(slots * self.per_slot + rows_bytes + 8 * n, self.device_id, self.graph)
         pairs = slots * n * spec.kappa
+        queue = spec.form == "queue"  # no next masks, no wide list
         # What a call returns, fetched in one copy: the control block and the batches' flags
         # (u32, padded to u64), then the node.
         self._head = -(-(CTL_WORDS + self.max_rows) // 2)
@@ -255,13 +305,14 @@ class BCRunner:
             "sigma": cp.empty(pairs, dtype=cp.float64),
             "delta": cp.empty(pairs, dtype=cp.float64),
             "visited": cp.zeros(slots * n, dtype=cp.uint32),
-            "next": cp.zeros(slots * n, dtype=cp.uint32),
+            "next": cp.zeros(1 if queue else slots * n, dtype=cp.uint32),
             "queue": cp.empty(2 * pairs, dtype=cp.int32),
             "qoff": cp.empty(slots * 2 * (n + 2), dtype=cp.int64),
             "wide": cp.empty(slots * self.wide_cap, dtype=cp.int64),
             "wide_cap": np.int64(self.wide_cap),
             "slot_ctl": cp.zeros(slots * BC_SLOT_WORDS, dtype=cp.uint64),
             "ctl": self._ctl,
+            "vis_smem": np.int32(self.vis_smem),
         }
         run = {
             "sources": self._sources,
@@ -356,9 +407,13 @@ class BCRunner:
     def memory_summary(self) -> str:
         """How the runner holds its batches, e.g. ``264 slots of 20.1 MiB``."""
         slots = f"{self.slots} slot{'s' if self.slots > 1 else ''}"
+        shared = ""
+        if self.spec.form == "queue":
+            where = "shared" if self.vis_smem else "global"
+            shared = f", {format_bytes(self.shared)} shared memory, visited bits in {where} memory"
         return (
             f"{slots} of {format_bytes(self.per_slot)} ({self.spec.name}, {self.grid} blocks "
-            f"of {self.block_size} threads); calls of up to {self.width} sources"
+            f"of {self.block_size} threads{shared}); calls of up to {self.width} sources"
         )
 
     def close(self) -> None:
@@ -426,7 +481,8 @@ class BCRunners:
 
     def _default(self) -> BCChoice:
         depth = int(self._probe())
-        choice = default_choice(int(self.graph.n), int(self.graph.nnz), depth)
+        g = self.graph
+        choice = default_choice(int(g.n), int(g.nnz), depth, largest_degree(g))
         warnings.warn(
             f"this engine was not tuned for betweenness: it runs {choice.spec.name} "
             f"(BFS depth {depth} from a sample source); blest-tune --workload betweenness "

@@ -3,11 +3,11 @@
 A candidate is a :class:`BCSpec` (kappa, form) and a block size. Each is timed on the same
 sample of sources, run as the real computation runs them (in calls of the runner's width,
 over windows of consecutive ids: :func:`blest.tuning.ms_search.sample_sources`), and scored in
-seconds per source of the warm run. The block form goes first on deep graphs and on small
-ones, the grid form on big shallow ones (:func:`blest.runtime.bc_runner.default_choice`); a
-candidate stops once it is clearly slower than the best so far, and the search stays within
-its budget. The config records the pick in its ``betweenness`` section, which
-:func:`blest.load_tuned` applies.
+seconds per source of the warm run. The queue form goes first on deep graphs of small degrees,
+the block form on other deep graphs and on small ones, the grid form on big shallow ones
+(:func:`blest.runtime.bc_runner.default_choice`); a candidate stops once it is clearly slower
+than the best so far, and the search stays within its budget. The config records the pick in
+its ``betweenness`` section, which :func:`blest.load_tuned` applies.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ __all__ = [
 #: Most sources a candidate is timed on.
 SAMPLE = 2048
 #: Block sizes of each form, the first tried first.
-BLOCKS = {"block": (512, 256, 1024), "grid": (1024, 512)}
+BLOCKS = {"block": (512, 256, 1024), "grid": (1024, 512), "queue": (256, 512, 128)}
+#: Kappas of the queue form, the first tried first (its default, then the neighbours).
+QUEUE_KAPPA_ORDER = (2, 4, 1, 8)
 #: A candidate stops once its rate is this many times the best's.
 GIVE_UP = 3.0
 
@@ -83,18 +85,23 @@ class BCTimed:
         }
 
 
-def bc_candidates(n: int, arcs: int, depth: int) -> list[BCCandidate]:
+def bc_candidates(
+    n: int, arcs: int, depth: int, max_degree: int | None = None
+) -> list[BCCandidate]:
     """The coarse pass, the most promising first: the default's form (see the module
-    docstring) at kappa 32, 16, 8, then the other form; each form at its default wide degree
-    (:data:`WIDE_GRID` refines the best)."""
-    from blest.runtime.bc_runner import default_choice, default_wide_degree
+    docstring; the queue form at kappa 2, 4, 1, 8, the others at 32, 16, 8), then the others
+    (on deep graphs the queue form before the grid form, elsewhere last); each form at its
+    default wide degree (:data:`WIDE_GRID` refines the best of the block and grid forms)."""
+    from blest.runtime.bc_runner import DEEP_LEVELS, default_choice, default_wide_degree
 
-    first = default_choice(n, arcs, depth).spec.form
-    forms = (first, "grid" if first == "block" else "block")
+    first = default_choice(n, arcs, depth, max_degree).spec.form
+    rest = ("block", "queue", "grid") if depth >= DEEP_LEVELS else ("grid", "block", "queue")
+    forms = (first, *(f for f in rest if f != first))
     out = []
     for form in forms:
+        kappas = QUEUE_KAPPA_ORDER if form == "queue" else sorted(BC_KAPPAS, reverse=True)
         for block in BLOCKS[form]:
-            for kappa in sorted(BC_KAPPAS, reverse=True):
+            for kappa in kappas:
                 spec = BCSpec(kappa, form)
                 out.append(BCCandidate(spec, block, default_wide_degree(spec)))
     return out
@@ -171,7 +178,8 @@ class _Search:
         if best is None:
             raise RuntimeError("no betweenness candidate ran; see the timing table")
         lead = best.candidate
-        for wide in WIDE_GRID:  # the wide degree of the leader, in the rest of the budget
+        refine = () if lead.spec.form == "queue" else WIDE_GRID  # the queue form has no wide
+        for wide in refine:  # the wide degree of the leader, in the rest of the budget
             c = BCCandidate(lead.spec, lead.block_size, wide)
             if self._left(1.0) and all(r.candidate != c for r in self.results):
                 self.time(c)
@@ -192,7 +200,9 @@ def search_betweenness(
     from blest.codegen.toolchain import require_gpu
 
     say = progress or (lambda m: None)
-    candidates = bc_candidates(graph.n, graph.nnz, depth)
+    from blest.runtime.bc_runner import largest_degree
+
+    candidates = bc_candidates(graph.n, graph.nnz, depth, max_degree=largest_degree(graph))
     specs = list(dict.fromkeys(c.spec for c in candidates))
     say(f"compiling {len(specs)} betweenness variants")
     compile_many(specs, arch=require_gpu(None)[1])
