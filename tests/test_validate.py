@@ -199,6 +199,12 @@ def test_pieces_cover_every_row_once(rng, monkeypatch):
         assert cuts[0][0] == 0 and cuts[-1][1] == g.n
         assert all(a < b for a, b in cuts)
         assert all(x[1] == y[0] for x, y in zip(cuts, cuts[1:], strict=False))
+    ptr = np.array([0, 0, 0, 2, 4, 6, 6])  # rows 0 and 1 without arcs, and the last
+    for size in (1, 2, 3, 5):
+        monkeypatch.setattr(validate_module, "PIECE_ARCS", size)
+        cuts = validate_module._pieces(ptr, 6)
+        assert cuts[0][0] == 0 and cuts[-1][1] == 6, (size, cuts)
+        assert all(x[1] == y[0] for x, y in zip(cuts, cuts[1:], strict=False))
 
 
 # ---------------------------------------------------------------------- several results at once

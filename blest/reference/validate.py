@@ -199,7 +199,7 @@ def _pieces(ptr: np.ndarray, n: int) -> list[tuple[int, int]]:
     if m <= PIECE_ARCS:
         return [(0, n)]
     cuts = np.searchsorted(ptr, np.arange(0, m, PIECE_ARCS, dtype=np.int64), side="right") - 1
-    cuts = np.unique(np.concatenate([cuts, [n]]))
+    cuts = np.unique(np.concatenate([[0], cuts, [n]]))  # rows 0.. without arcs lead the first
     return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
 
 
