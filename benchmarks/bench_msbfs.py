@@ -75,16 +75,22 @@ class Prepare:
 
 
 def whole_call_us(prep: Prepared, spec: VariantSpec, eta: float, sources) -> float:
-    cp = __import__("cupy")
     with Engine(prep, spec, eta=eta) as eng:
-        for s in sources[:8]:
-            eng.bfs(int(s), out="device")
-        cp.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        for s in sources:
-            eng.bfs(int(s), out="device")
-        cp.cuda.Device().synchronize()
-        return (time.perf_counter() - t0) / len(sources) * 1e6
+        return engine_call_us(eng, sources)
+
+
+def engine_call_us(eng, sources) -> float:
+    """Microseconds per whole call ``eng.bfs(src, out="device")`` over ``sources`` (8 warm
+    calls first)."""
+    cp = __import__("cupy")
+    for s in sources[:8]:
+        eng.bfs(int(s), out="device")
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    for s in sources:
+        eng.bfs(int(s), out="device")
+    cp.cuda.Device().synchronize()
+    return (time.perf_counter() - t0) / len(sources) * 1e6
 
 
 def ms_levels_us(prep: Prepared, c: MSCandidate, sources, graph) -> float:
@@ -116,22 +122,13 @@ def tuned_whole_call_us(name: str, graph, budget: float, sources) -> tuple[str, 
     from blest.graph.io import save_graph
     from blest.tuning.loader import load_tuned
 
-    cp = __import__("cupy")
     work = Path(tempfile.gettempdir()) / "blest-bench-msbfs"
     work.mkdir(exist_ok=True)
     npz, config = work / f"{name}.npz", work / f"{name}.bfs.blest.json"
     save_graph(graph, npz)
     tune_config(graph, npz, config, "bfs", budget)
     with load_tuned(config) as eng:
-        for s in sources[:8]:
-            eng.bfs(int(s), out="device")
-        cp.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        for s in sources:
-            eng.bfs(int(s), out="device")
-        cp.cuda.Device().synchronize()
-        pick = f"blest-tune: {eng.spec.name}"
-    return pick, (time.perf_counter() - t0) / len(sources) * 1e6
+        return f"blest-tune: {eng.spec.name}", engine_call_us(eng, sources)
 
 
 def per_source(

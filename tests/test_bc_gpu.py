@@ -16,9 +16,10 @@ import textwrap
 import numpy as np
 import pytest
 from gpu_util import requires_gpu, seeded_zoo
+from mpi_launch import mpi_launcher, needs_mpi
 from test_bc_kernels_cpu import complete_grid, star
 from test_betweenness import Picks
-from test_multi_gpu import REPO, _launcher
+from test_multi_gpu import REPO
 from test_paths import diamonds
 
 import blest
@@ -206,7 +207,7 @@ np.save(sys.argv[2], blest.betweenness(graph))
 """
 
 
-@pytest.mark.skipif(_launcher() is None, reason="needs mpi4py and mpiexec / mpirun")
+@needs_mpi
 def test_mpirun_ranks_match_one_gpu(zoo, tmp_path):
     _, graphs = zoo
     graph = graphs["directed"]
@@ -217,7 +218,7 @@ def test_mpirun_ranks_match_one_gpu(zoo, tmp_path):
     script.write_text(textwrap.dedent(MPI_SCRIPT))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    cmd = [_launcher(), "-n", "2", sys.executable, str(script), str(data), str(tmp_path / "s")]
+    cmd = [mpi_launcher(), "-n", "2", sys.executable, str(script), str(data), str(tmp_path / "s")]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     one = blest.betweenness(blest.Graph.from_arcs(src, graph.out_idx, graph.n, directed=True),

@@ -5,7 +5,6 @@ on a one-GPU machine both share it) and, where mpi4py and a launcher exist, ``mp
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpu_util import requires_gpu, seeded_zoo
+from mpi_launch import mpi_launcher, needs_mpi
 
 import blest
 from blest import checkpoint as ck
@@ -110,15 +110,7 @@ np.save(sys.argv[2], scores)
 """
 
 
-def _launcher() -> str | None:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return None
-    return shutil.which("mpiexec") or shutil.which("mpirun")
-
-
-@pytest.mark.skipif(_launcher() is None, reason="needs mpi4py and mpiexec / mpirun")
+@needs_mpi
 def test_mpirun_ranks_resume(zoo, tmp_path):
     rng, graphs = zoo
     graph = graphs["directed"]
@@ -133,7 +125,7 @@ def test_mpirun_ranks_resume(zoo, tmp_path):
     script.write_text(textwrap.dedent(MPI_SCRIPT))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    cmd = [_launcher(), "-n", "2", sys.executable, str(script), str(data)]
+    cmd = [mpi_launcher(), "-n", "2", sys.executable, str(script), str(data)]
     cmd += [str(tmp_path / "s"), str(path)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -8,7 +8,6 @@ installed. Every distributed result must be bit-identical to the single-process 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mpi_launch import mpi_launcher, needs_mpi
 from random_graphs import arcs_of, make_directed, make_disconnected, make_power_law
 
 from blest.reference.centrality import SourceSums, closeness, closeness_from_sums, source_sums
@@ -262,14 +262,6 @@ def test_mpi_world_outside_a_launcher(monkeypatch):
     assert mpi_world() is None  # launched, but no mpi4py
 
 
-def _mpi_launcher() -> str | None:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return None
-    return shutil.which("mpiexec") or shutil.which("mpirun")
-
-
 MPI_SCRIPT = """
 import sys
 import numpy as np
@@ -285,7 +277,7 @@ np.savez(sys.argv[2] + f".{rank}.npz", dist=sums.dist, reach=sums.reach, harmoni
 """
 
 
-@pytest.mark.skipif(_mpi_launcher() is None, reason="needs mpi4py and mpiexec / mpirun")
+@needs_mpi
 def test_real_mpirun_two_ranks(tmp_path, rng):
     graph = make_directed(rng, 150)
     src, dst = arcs_of(graph)
@@ -294,7 +286,7 @@ def test_real_mpirun_two_ranks(tmp_path, rng):
     script = tmp_path / "mpi_run.py"
     script.write_text(textwrap.dedent(MPI_SCRIPT))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [_mpi_launcher(), "-n", "2", sys.executable, str(script)]
+    cmd = [mpi_launcher(), "-n", "2", sys.executable, str(script)]
     cmd += [str(tmp_path / "graph.npz"), str(tmp_path / "out")]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpu_util import requires_gpu
+from mpi_launch import mpi_launcher, needs_mpi
 
 from blest.datasets.classes import graph_zoo
 
@@ -57,15 +57,7 @@ np.save(sys.argv[2], scores)
 """
 
 
-def _launcher() -> str | None:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return None
-    return shutil.which("mpiexec") or shutil.which("mpirun")
-
-
-@pytest.mark.skipif(_launcher() is None, reason="needs mpi4py and mpiexec / mpirun")
+@needs_mpi
 def test_mpirun_ranks_on_gpus_match_one_gpu(graphs, tmp_path):
     import blest
 
@@ -79,7 +71,7 @@ def test_mpirun_ranks_on_gpus_match_one_gpu(graphs, tmp_path):
     script.write_text(textwrap.dedent(MPI_SCRIPT))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    cmd = [_launcher(), "-n", "2", sys.executable, str(script), str(data), str(tmp_path / "s")]
+    cmd = [mpi_launcher(), "-n", "2", sys.executable, str(script), str(data), str(tmp_path / "s")]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     one = blest.closeness(
