@@ -136,6 +136,21 @@ def test_plan_of_a_small_graph():
     assert np.all(same.how == COPY)
 
 
+def test_twins_above_the_degree_cap_keep_their_bfss(rng, monkeypatch):
+    """K(3, 9): the 9 vertices of degree 3 are twins, the 3 of degree 9 too; with the cap
+    below 9 only the first class is merged, and the sums stay bit-identical either way."""
+    src = np.repeat(np.arange(3), 9)
+    dst = np.tile(np.arange(3, 12), 3)
+    g = Graph.from_arcs(src, dst, 12, directed=False)
+    want = source_sums(g, np.arange(12), reverse=False)
+    for cap, bfs in ((64, [0, 3]), (8, [0, 1, 2, 3]), (2, list(range(12)))):
+        monkeypatch.setattr(R, "TWIN_MAX_DEGREE", cap)
+        plan = plan_sources(g, np.arange(12))
+        assert plan.bfs.tolist() == bfs, cap
+        got = plan.expand(source_sums(g, plan.bfs, reverse=False, pendant=plan.pendant))
+        assert got.identical(want), cap
+
+
 def test_leaves_need_their_hubs_pendant_sums(rng):
     g = reducible(rng, 200)
     plan = plan_sources(g, np.arange(g.n))
