@@ -153,7 +153,15 @@ def _sums_and_n(
             sources = _Vertices(vertices_of(graph_of(target, directed=directed), sources))
         workers = _workers(gpus)
         sums, n, line = run_local_workers(
-            _worker, workers, target, directed, sources, checkpoint, reduce
+            _worker,
+            workers,
+            target,
+            directed,
+            sources,
+            checkpoint,
+            reduce,
+            progress is not None,
+            progress=progress,
         )
     if report is not None and line is not None:
         report(line)
@@ -262,11 +270,14 @@ def _share(
     device: Any,
     checkpoint: CheckpointPath | None = None,
     reduce: bool = True,
+    per_rank: bool = False,
 ) -> tuple[SourceSums, int, str | None]:
     """The sums of every source on this process (the plan's BFSs: this process's share
     computed here, the rest reduced from the others, then expanded to every source), n, and
     the plan's summary (rank 0, where a plan was made). ``device`` None in a worker or an MPI
-    rank: the rank's own GPU."""
+    rank: the rank's own GPU. ``progress`` is rank 0's, scaled to the whole job, unless
+    ``per_rank`` (local workers: every rank reports its own share, and the parent adds them
+    up)."""
     from blest.runtime.balance import share
     from blest.runtime.distributed import JobProgress, reduce_sums
 
@@ -287,8 +298,8 @@ def _share(
             return plan.expand(eng.source_sums(bfs, progress=progress, pendant=pendant)), n, line
         every = np.arange(bfs.size, dtype=np.int64)
         positions = share(eng.graph, eng.permutation.new_of_old, bfs, every, kappa, rank, size)
-        report = None
-        if rank == 0 and progress is not None:
+        report = progress if per_rank else None
+        if rank == 0 and progress is not None and not per_rank:
             report = JobProgress(progress, bfs.size, 0, positions.size).within(0)
         local = eng.source_sums(bfs[positions], progress=report, pendant=pendant)
     return plan.expand(reduce_sums(comm, bfs.size, positions, local)), n, line
@@ -339,8 +350,13 @@ def _worker(
     sources: Any,
     checkpoint: Any,
     reduce: bool,
+    report: bool,
 ) -> Any:
-    return _share(rank, size, comm, target, directed, sources, None, None, checkpoint, reduce)
+    """A local worker's share; with ``report``, its progress goes to the parent."""
+    progress = comm.progress if report else None
+    return _share(
+        rank, size, comm, target, directed, sources, progress, None, checkpoint, reduce, True
+    )
 
 
 def _kappa(engine: Any) -> int:

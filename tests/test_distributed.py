@@ -172,6 +172,40 @@ def test_local_workers_bit_identical_to_serial(rng):
     np.testing.assert_array_equal(closeness_from_sums(result, graph.n), closeness(graph))
 
 
+def counting_worker(rank: int, size: int, comm, steps: int) -> int:
+    """Reports its share's progress (rank r has r + 2 units a step), then meets the others."""
+    for step in range(1, steps + 1):
+        comm.progress(step * (rank + 2), steps * (rank + 2))
+    total = np.zeros(1)
+    comm.Allreduce(np.ones(1), total, op=comm.SUM)
+    return int(total[0])
+
+
+def test_local_workers_report_their_summed_progress():
+    seen: list[tuple[int, int]] = []
+    assert run_local_workers(counting_worker, 3, 4, progress=lambda *a: seen.append(a)) == 3
+    whole = 4 * (2 + 3 + 4)
+    assert seen and all(total == whole for _, total in seen)  # once every rank has reported
+    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:], strict=False))  # never backwards
+    assert seen[-1] == (whole, whole)
+    assert run_local_workers(counting_worker, 2, 3) == 2  # no progress asked: nothing breaks
+
+
+def test_closeness_on_local_workers_shows_progress(rng):
+    """``gpus=2`` (two CPU workers here): the caller's progress sees every BFS of the plan done,
+    and the scores are those of one process."""
+    import blest.centrality as bc
+    from blest.graph.reductions import plan_sources
+
+    graph = make_power_law(rng, 400)
+    seen: list[tuple[int, int]] = []
+    got = bc.closeness(graph, gpus=2, progress=lambda *a: seen.append(a))
+    assert got.tobytes() == bc.closeness(graph).tobytes()
+    bfs = plan_sources(graph, np.arange(graph.n)).bfs.size
+    assert seen and seen[-1][0] == seen[-1][1] >= bfs
+    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:], strict=False))
+
+
 def test_worker_exception_surfaces_in_parent():
     t0 = time.monotonic()
     with pytest.raises(WorkerError) as info:

@@ -297,6 +297,11 @@ class LocalComm:
         self._conn.send(("allreduce", np.ascontiguousarray(sendbuf)))
         recvbuf[...] = self._conn.recv()
 
+    def progress(self, done: int, total: int) -> None:
+        """Tell the parent this rank's progress (the parent adds up every rank's latest and
+        reports it to the caller's ``progress``); no answer is awaited."""
+        self._conn.send(("progress", (int(done), int(total))))
+
 
 def _worker_main(fn: Callable[..., Any], rank: int, size: int, conn: Any, args: tuple) -> None:
     """Body of a worker process: run ``fn`` and report its result or its exception."""
@@ -329,13 +334,20 @@ def stop_workers(procs: list[Any], finished: bool = False, grace: float = 0.5) -
             p.join()
 
 
-def run_local_workers(fn: Callable[..., Any], n_workers: int, *args: Any) -> Any:
+def run_local_workers(
+    fn: Callable[..., Any],
+    n_workers: int,
+    *args: Any,
+    progress: Callable[[int, int], None] | None = None,
+) -> Any:
     """Run ``fn(rank, size, comm, *args)`` in ``n_workers`` spawned processes.
 
     ``fn`` must be a picklable top-level function, and every worker must make the same
     sequence of ``comm.Allreduce`` calls. Returns rank 0's result (after an ``Allreduce``
     every rank holds the same reduced arrays). Workers are not daemons, so they may start
-    processes of their own (a kernel compile pool); they never outlive this call.
+    processes of their own (a kernel compile pool); they never outlive this call. A worker's
+    ``comm.progress(done, total)`` reaches ``progress`` here, as the sums of every rank's
+    latest counts (from the time every rank has reported once).
 
     Raises
     ------
@@ -364,18 +376,23 @@ def run_local_workers(fn: Callable[..., Any], n_workers: int, *args: Any) -> Any
             p.start()  # a failure here (arguments that do not pickle) propagates as it is
             procs.append(p)
             child_end.close()
-        return _serve(conns, procs)
+        return _serve(conns, procs, progress)
     finally:
         stop_workers(procs)
         for c in conns:
             c.close()
 
 
-def _serve(conns: list[Any], procs: list[Any]) -> Any:
-    """The parent's loop: answer reductions, collect results, surface failures."""
+def _serve(
+    conns: list[Any], procs: list[Any], progress: Callable[[int, int], None] | None = None
+) -> Any:
+    """The parent's loop: answer reductions, pass progress on, collect results, surface
+    failures."""
     from multiprocessing.connection import wait
 
     size = len(conns)
+    counts = np.zeros((size, 2), dtype=np.int64)  # each rank's latest (done, total)
+    heard = np.zeros(size, dtype=bool)  # reported once every rank has: the total is whole
     by_conn = {id(c): r for r, c in enumerate(conns)}
     by_sentinel = {p.sentinel: r for r, p in enumerate(procs)}
     pending: dict[int, np.ndarray] = {}
@@ -392,6 +409,12 @@ def _serve(conns: list[Any], procs: list[Any]) -> Any:
             kind, payload = _receive(ready, r, procs[r])
             if kind == "result":
                 results[r] = payload
+                continue
+            if kind == "progress":
+                counts[r], heard[r] = payload, True
+                if progress is not None and heard.all():
+                    done, total = counts.sum(axis=0).tolist()
+                    progress(done, total)
                 continue
             if results:
                 raise WorkerError(r, "called Allreduce after another worker returned")
@@ -410,7 +433,8 @@ def _died(rank: int, proc: Any) -> WorkerError:
 
 
 def _receive(conn: Any, rank: int, proc: Any) -> tuple[str, Any]:
-    """The next ("allreduce" | "result", payload) message of a worker; raises its failure."""
+    """The next ("allreduce" | "progress" | "result", payload) message of a worker; raises its
+    failure."""
     try:
         kind, *payload = conn.recv()
     except EOFError:
