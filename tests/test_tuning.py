@@ -1105,3 +1105,22 @@ def test_gpu_tuning_flow_with_emulating_engines(tmp_path, rng, monkeypatch):
     eng = _load(tmp_path / "g.blest.json", emulate=True)
     for s in (0, 17, 199):
         assert np.array_equal(eng.bfs(s), bfs_levels(g, s))
+
+
+def test_rate_until_stops_a_run_past_its_limit():
+    """A run that reports 10 units a step, 20 ms a step: without a limit every unit counts;
+    with one, it stops at the first report past the limit, never at the last one."""
+    import time
+
+    from blest.tuning.timing import rate_until
+
+    def run(progress, steps=5):
+        for step in range(1, steps + 1):
+            time.sleep(0.02)
+            progress(10 * step, 10 * steps)
+
+    rate, done = rate_until(run)
+    assert done == 50 and 0.1 / 50 <= rate < 1.0
+    rate, done = rate_until(run, limit_s=0.03)
+    assert done == 20 and rate >= 0.04 / 20
+    assert rate_until(lambda p: p(7, 7), limit_s=0.0)[1] == 7  # the last report never stops

@@ -24,6 +24,7 @@ from blest.defaults import DEFAULT_SIGMA
 from blest.graph.core import Graph
 from blest.tuning.ms_search import sample_sources
 from blest.tuning.section_tuner import SectionPick, Start, tune_section
+from blest.tuning.timing import rate_until
 from blest.tuning.tuner import TuneOutcome
 
 __all__ = [
@@ -107,10 +108,6 @@ def bc_candidates(
     return out
 
 
-class _TooSlow(Exception):
-    """Raised from the progress hook to stop a candidate that already lost."""
-
-
 def time_candidate(
     graph: Graph, c: BCCandidate, sources: np.ndarray, limit_s: float | None = None
 ) -> tuple[float, int, str]:
@@ -121,22 +118,12 @@ def time_candidate(
     from blest.runtime.bc_runner import BCRunner
 
     runner = BCRunner(graph, c.spec, block_size=c.block_size, wide_degree=c.wide_degree)
-    t0, reached = 0.0, [0]
-
-    def watch(done: int, total: int) -> None:
-        reached[0] = done
-        if limit_s is not None and done < total and time.perf_counter() - t0 > limit_s:
-            raise _TooSlow
-
     try:
         runner.run_batch(sources[:1])  # module load and first-launch costs, off the clock
-        t0 = time.perf_counter()
-        try:
-            run_range(runner, sources, 0, sources.size, watch)
-        except _TooSlow:
-            pass
-        seconds = time.perf_counter() - t0
-        return seconds / max(reached[0], 1), reached[0], runner.memory_summary()
+        rate, reached = rate_until(
+            lambda watch: run_range(runner, sources, 0, sources.size, watch), limit_s
+        )
+        return rate, reached, runner.memory_summary()
     finally:
         runner.close()
 

@@ -26,6 +26,7 @@ from blest.codegen.densespec import DenseSpec, dense_variants
 from blest.codegen.msspec import MSSpec, is_ms_variant, queue_smem_bytes, smem_bytes
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA, KAPPAS, SOURCE_SEED
 from blest.graph.prepared import Prepared
+from blest.tuning.timing import rate_until
 
 __all__ = [
     "MS_ETA_GRID",
@@ -169,10 +170,6 @@ def ms_candidates(
     return out if deep else out + queue
 
 
-class _TooSlow(Exception):
-    """Raised from the progress hook to stop a candidate that already lost."""
-
-
 def time_candidate(
     prepared: Prepared, c: MSCandidate, sources: np.ndarray, limit_s: float | None = None
 ) -> float:
@@ -182,22 +179,9 @@ def time_candidate(
     from blest.runtime.ms_runner import MSRunner
 
     runner = MSRunner(prepared, c.spec, eta=c.eta, block_size=c.block_size)
-    t0 = 0.0
-    reached = [0]
-
-    def watch(done: int, total: int) -> None:
-        reached[0] = done
-        if limit_s is not None and done < total and time.perf_counter() - t0 > limit_s:
-            raise _TooSlow
-
     try:
         runner.run(sources[:1])  # module load and first-launch costs, off the clock
-        t0 = time.perf_counter()
-        try:
-            runner.run(sources, progress=watch)
-        except _TooSlow:
-            pass
-        return (time.perf_counter() - t0) / max(reached[0], 1)
+        return rate_until(lambda watch: runner.run(sources, progress=watch), limit_s)[0]
     finally:
         runner.close()
 

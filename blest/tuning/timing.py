@@ -47,6 +47,7 @@ __all__ = [
     "warm_up",
     "bench_engine",
     "scipy_ms",
+    "rate_until",
 ]
 
 
@@ -320,3 +321,29 @@ def time_sources(
         for src in srcs:
             check(src, engine.bfs(src))
     return out
+
+
+class _PastLimit(Exception):
+    """Raised from the progress hook of :func:`rate_until` once the run is past its limit."""
+
+
+def rate_until(
+    run: Callable[[Callable[[int, int], None]], Any], limit_s: float | None = None
+) -> tuple[float, int]:
+    """``(seconds per unit done, units done)`` of ``run(progress)``, which reports
+    ``progress(done, total)`` as it goes. With ``limit_s``, the run stops at the first report
+    past ``limit_s`` seconds that is not its last, and the rate so far is returned (the tuners
+    time a candidate that already lost only that long)."""
+    reached = [0]
+    t0 = time.perf_counter()
+
+    def watch(done: int, total: int) -> None:
+        reached[0] = done
+        if limit_s is not None and done < total and time.perf_counter() - t0 > limit_s:
+            raise _PastLimit
+
+    try:
+        run(watch)
+    except _PastLimit:
+        pass
+    return (time.perf_counter() - t0) / max(reached[0], 1), reached[0]
