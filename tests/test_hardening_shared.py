@@ -137,6 +137,27 @@ def test_the_lock_is_opened_safely_and_removed_only_if_still_ours(tmp_path, monk
     assert lock.read_bytes() == b"not the lock"  # left alone on release
 
 
+def test_a_lock_removed_between_its_open_and_its_check_is_opened_again(tmp_path, monkeypatch):
+    """Its holder releases (unlinks) it just after we open it: not 'other hard links', we
+    open the new one and lock that."""
+    real_open = os.open
+    calls = []
+
+    def racing(path, flags, mode=0o777, **kw):
+        fd = real_open(path, flags, mode, **kw)
+        if str(path).endswith(".lock"):
+            calls.append(path)
+            if len(calls) == 1:
+                os.unlink(path)  # the holder's release lands here
+        return fd
+
+    monkeypatch.setattr(files.os, "open", racing)
+    with files.exclusive_lock(tmp_path / "x.json"):
+        assert (tmp_path / "x.json.lock").exists()
+    assert len(calls) == 2
+    assert not (tmp_path / "x.json.lock").exists()
+
+
 # ---------------------------------------------------------------------- held signals
 def test_held_signals_act_after_the_block():
     ran = []

@@ -369,6 +369,8 @@ def exclusive_lock(
     waited = False
     while True:
         fd = _open_lock(lock)
+        if fd is None:  # removed by its holder between our open and fstat: open the new one
+            continue
         try:
             while not _try_lock(fd):  # polled: a blocked flock would not see Ctrl-C when
                 if not waited and on_wait is not None:  # the signal lands in another thread
@@ -401,7 +403,8 @@ def _try_lock(fd: int) -> bool:
 _LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
-def _open_lock(lock: Path) -> int:
+def _open_lock(lock: Path) -> int | None:
+    """Open (creating) the lock file; None if it was unlinked before we could check it."""
     try:
         fd = os.open(lock, _LOCK_FLAGS, 0o600)
     except OSError as exc:
@@ -411,6 +414,9 @@ def _open_lock(lock: Path) -> int:
         raise OSError(exc.errno or errno.EIO, f"cannot lock {lock}: {reason}") from None
     st = os.fstat(fd)
     why = None
+    if st.st_nlink == 0 and stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
     if not stat.S_ISREG(st.st_mode):
         why = "it is not a regular file"
     elif st.st_uid != os.geteuid():
