@@ -10,18 +10,21 @@ process (``gpus="all"`` or a count: local workers; under ``mpirun -n N``: the ra
 process runs its range batch by batch, and the per-source contributions are added over a
 fixed binary tree over the source positions (:mod:`blest.reference.treesum`), so the scores
 are bit-identical whatever the number of processes, GPUs or the batch width
-(``docs/betweenness.md``).
+(``docs/betweenness.md``). ``checkpoint=DIR`` keeps the tree nodes of finished blocks so that a
+stopped run resumes to the same bits (:mod:`blest.checkpoint.nodes`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from blest.centrality import _device_of, _mpi, _workers, engine_for
-from blest.inputs import Device, GraphInput, Seed, Sources
+from blest.errors import ArgumentError
+from blest.inputs import CheckpointPath, Device, GraphInput, Seed, Sources
 from blest.reference.betweenness import (
     CPURunner,
     choose_sources,
@@ -51,6 +54,7 @@ def betweenness(
     device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
+    checkpoint: CheckpointPath | None = None,
 ) -> np.ndarray:
     """Betweenness centrality of every vertex: float64, in the graph's ids.
 
@@ -70,7 +74,12 @@ def betweenness(
         NetworkX's ``normalized`` and ``endpoints`` (docs/betweenness.md).
     directed, device, gpus, progress
         As for :func:`blest.closeness`; ``progress(done, total)`` counts the sources of
-        this process.
+        this process (with a checkpoint: of the whole run, resumed ones included).
+    checkpoint : path, optional
+        A directory that keeps the tree node of every finished block of sources
+        (:mod:`blest.checkpoint.nodes`): the same call after a Ctrl-C, a kill or a failure
+        computes only the missing blocks and returns the same bits. With ``k``, give a
+        ``seed`` too, so that the rerun samples the same sources.
     """
     options = {
         "k": k,
@@ -79,6 +88,7 @@ def betweenness(
         "normalized": bool(normalized),
         "endpoints": bool(endpoints),
         "edges": False,
+        "checkpoint": _checkpoint(checkpoint, k, seed),
     }
     return _run(target, options, directed, device, gpus, progress)
 
@@ -94,6 +104,7 @@ def edge_betweenness(
     device: Device = None,
     gpus: int | str | None = None,
     progress: Progress | None = None,
+    checkpoint: CheckpointPath | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Betweenness centrality of every edge, as NetworkX's ``edge_betweenness_centrality``.
 
@@ -112,8 +123,22 @@ def edge_betweenness(
         "normalized": bool(normalized),
         "endpoints": False,
         "edges": True,
+        "checkpoint": _checkpoint(checkpoint, k, seed),
     }
     return _run(target, options, directed, device, gpus, progress)
+
+
+def _checkpoint(path: CheckpointPath | None, k: Any, seed: Any) -> str | None:
+    """The checkpoint directory as a string; refused for ``k`` without a ``seed`` (a rerun
+    would draw other sources)."""
+    if path is None:
+        return None
+    if k is not None and seed is None:
+        raise ArgumentError(
+            "a checkpoint of sampled betweenness needs a seed (--seed): the rerun must draw "
+            "the same k sources"
+        )
+    return os.fspath(path)
 
 
 # ---------------------------------------------------------------------- sharing the work
@@ -162,7 +187,7 @@ def _share(
 ) -> Any:
     """This process's range of sources, run batch by batch, reduced over the tree; the
     scores. ``device`` None in a worker or an MPI rank: the rank's own GPU."""
-    from blest.runtime.distributed import contiguous_ranges, reduce_tree
+    from blest.checkpoint import nodes
 
     if size > 1:
         options = _agreed_seed(comm, rank, options)
@@ -175,18 +200,31 @@ def _share(
         make = getattr(eng, "betweenness_runner", None)
         kind = {"edges": edges, "endpoints": endpoints and not edges}
         runner = make(**kind) if make is not None else CPURunner(graph, **kind)
-        total = plan.sources.size
-        ranges = contiguous_ranges(total, RANK_ALIGN, size)
         report = progress if rank == 0 else None
-        pieces = run_range(runner, plan.sources, *ranges[rank], report)
-        length = runner.length
-    if size > 1:
-        summed = reduce_tree(comm, ranges, rank, pieces, length)
-    else:
-        summed = combine(pieces, total) if pieces else np.zeros(length)
+        if options["checkpoint"] is None:
+            summed = _in_ranges(runner, plan.sources, rank, size, comm, report)
+        else:
+            what = nodes.what_is_summed(edges, kind["endpoints"])
+            at = options["checkpoint"], graph, what, rank, size, comm, report
+            summed = nodes.run(runner, plan.sources, *at)
     return finish(
         graph, summed, plan, normalized=options["normalized"], endpoints=endpoints, edges=edges
     )
+
+
+def _in_ranges(
+    runner: Any, sources: np.ndarray, rank: int, size: int, comm: Any, report: Any
+) -> np.ndarray:
+    """The root of the tree over ``sources``: this process's contiguous range run batch by
+    batch, then every range's pieces reduced."""
+    from blest.runtime.distributed import contiguous_ranges, reduce_tree
+
+    total, length = sources.size, runner.length
+    ranges = contiguous_ranges(total, RANK_ALIGN, size)
+    pieces = run_range(runner, sources, *ranges[rank], report)
+    if size > 1:
+        return reduce_tree(comm, ranges, rank, pieces, length)
+    return combine(pieces, total) if pieces else np.zeros(length)
 
 
 def _worker(rank: int, size: int, comm: Any, target: Any, directed: Any, options: dict) -> Any:

@@ -40,13 +40,12 @@ from blest.defaults import DEFAULT_KAPPA
 from blest.errors import ArgumentError
 from blest.graph.labels import id_sequence, vertices_of
 from blest.graph.reductions import SourcePlan, plan_sources
-from blest.inputs import Device, GraphInput, Sources
+from blest.inputs import CheckpointPath, Device, GraphInput, Sources
 from blest.reference.centrality import SourceSums, closeness_from_sums, harmonic_from_sums
 
 __all__ = ["bfs_many", "closeness", "harmonic", "source_sums", "engine_for", "graph_of"]
 
 Progress = Callable[[int, int], None]
-CheckpointPath = str | os.PathLike[str]
 Report = Callable[[str], None]
 
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ArrayLike",
     "BFSResult",
+    "CheckpointPath",
     "Device",
     "GraphInput",
     "Levels",
@@ -70,3 +71,5 @@ OutSpec = Union[None, str, NDArray[np.int32], "cupy.ndarray"]
 BFSResult = Union[LevelsOut, tuple[LevelsOut, LevelsOut], tuple[LevelsOut, ...]]
 #: A random seed: an integer, a NumPy generator or a ``random.Random``, or None for a fresh one.
 Seed = Union[int, np.random.Generator, random.Random, None]
+#: A checkpoint directory of a long centrality run.
+CheckpointPath = Union[str, "os.PathLike[str]"]

@@ -15,13 +15,14 @@ from random_graphs import GRAPH_CLASSES
 import blest
 from blest.reference.betweenness import CPURunner, brandes, run_range
 from blest.reference.treesum import (
+    PieceSet,
     TreeStack,
     aligned_blocks,
     canonical_pieces,
     combine,
     tree_sum,
 )
-from blest.runtime.distributed import contiguous_ranges, reduce_tree
+from blest.runtime.distributed import contiguous_ranges, reduce_pieces, reduce_tree
 
 WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -202,6 +203,56 @@ def test_reduce_tree_over_ranks(size, rng):
     assert run_ranks(size, work) == [want] * size
 
 
+def random_tiling(rng, p: int) -> list[tuple[int, int]]:
+    """Disjoint tree nodes covering [0, p): the aligned blocks of random cuts and widths."""
+    cuts = sorted({0, p, *rng.integers(0, p + 1, size=int(rng.integers(0, 6))).tolist()})
+    keys = []
+    for a, b in itertools.pairwise(cuts):
+        keys += aligned_blocks(a, b, int(rng.choice(WIDTHS)))
+    return keys
+
+
+def node(values: np.ndarray, j: int, i: int) -> np.ndarray:
+    return full_tree(values[i << j : (i + 1) << j])
+
+
+@pytest.mark.parametrize("p", [1, 6, 13, 64, 250])
+def test_pieces_added_in_any_order_give_the_full_trees_bits(p, rng):
+    values = random_values(rng, p)
+    want = full_tree(values).tobytes()
+    for _ in range(5):
+        keys = random_tiling(rng, p)
+        held = PieceSet()
+        for k in rng.permutation(len(keys)).tolist():
+            held.add(*keys[k], node(values, *keys[k]))
+        assert len(held.pieces) <= len(canonical_pieces(0, p))  # siblings were merged
+        assert combine(held.pieces, p).tobytes() == want
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_reduce_pieces_over_ranks(size, rng):
+    """Pieces anywhere, dealt to ranks at random (a resumed run's blocks): the full tree."""
+    p = int(rng.integers(1, 300))
+    values = random_values(rng, p)
+    keys = random_tiling(rng, p)
+    owner = rng.integers(0, size, size=len(keys))
+
+    def work(rank, comm):
+        mine = [
+            (j, i, node(values, j, i)) for (j, i), o in zip(keys, owner, strict=True) if o == rank
+        ]
+        return reduce_pieces(comm, rank, mine, p, values.shape[1]).tobytes()
+
+    assert run_ranks(size, work) == [full_tree(values).tobytes()] * size
+
+    comm = ThreadComm(1).for_rank(0)
+    pieces = [(j, i, node(values, j, i)) for j, i in keys]
+    with pytest.raises(ValueError, match="do not tile"):
+        reduce_pieces(comm, 0, pieces[1:], p, values.shape[1])  # position 0 is nobody's
+    with pytest.raises(ValueError, match="cover"):
+        reduce_pieces(comm, 0, pieces[:-1], p, values.shape[1])  # nor is the last one
+
+
 def test_scores_are_bit_identical_over_widths_ranks_and_workers(rng):
     g = GRAPH_CLASSES["power_law"](rng, 180)
     want = brandes(g, endpoints=True).tobytes()
@@ -211,7 +262,7 @@ def test_scores_are_bit_identical_over_widths_ranks_and_workers(rng):
     from blest.brandes import _share
 
     options = {"k": None, "seed": None, "sources": None, "normalized": True}
-    options |= {"endpoints": True, "edges": False}
+    options |= {"endpoints": True, "edges": False, "checkpoint": None}
     for size in (2, 3, 7):
         got = run_ranks(size, lambda r, c, s=size: _share(r, s, c, g, None, options, None, "cpu"))
         assert {x.tobytes() for x in got} == {want}

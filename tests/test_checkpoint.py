@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from random_graphs import make_directed, make_disconnected, make_power_law
 
+import blest
 import blest.centrality as bc
 from blest import checkpoint as ck
 from blest.defaults import DEFAULT_KAPPA
@@ -352,7 +353,7 @@ def test_every_rank_fails_alike_when_one_cannot_see_the_checkpoint(tmp_path, gra
         store = ck.Checkpoint(paths[r], graph, users)
         if r == 0:
             store.open()
-        return ck._agree(comm, r, 2, store, np.zeros(graph.n, bool), "")
+        return ck.agree(comm, r, 2, store, np.zeros(graph.n, bool), "")
 
     out = _ranks(2, body)
     assert all(isinstance(x, CheckpointError) for x in out), out
@@ -369,7 +370,7 @@ def test_rank_zero_sends_its_refusal_and_its_finished_blocks(tmp_path, graph):
     def agree(message):
         def body(r, comm):
             mine = done if r == 0 else np.zeros(graph.n, bool)
-            return ck._agree(comm, r, 3, store, mine, message if r == 0 else "")
+            return ck.agree(comm, r, 3, store, mine, message if r == 0 else "")
 
         return _ranks(3, body)
 
@@ -421,9 +422,11 @@ def test_graph_equal_content_resumes_from_another_object(tmp_path, graph):
 
 
 # ---------------------------------------------------------------------- killed commands
-def test_a_killed_command_resumes_to_the_same_bits(tmp_path):
-    """``blest closeness --checkpoint`` killed (SIGKILL, the whole process group) after two
-    blocks, then run again: the scores of a run never stopped; SIGINT says how to resume."""
+@pytest.mark.parametrize("command", ["closeness", "betweenness"])
+def test_a_killed_command_resumes_to_the_same_bits(tmp_path, command):
+    """``blest closeness --checkpoint`` (or ``betweenness``) killed (SIGKILL, the whole
+    process group) after two blocks, then run again: the scores of a run never stopped;
+    SIGINT says how to resume."""
     import signal
     import subprocess
     import sys
@@ -434,10 +437,10 @@ def test_a_killed_command_resumes_to_the_same_bits(tmp_path):
     from blest.datasets import write_mtx
     from blest.datasets.generators import grid2d
 
-    g = grid2d(90, 90)
+    g = grid2d(90, 90) if command == "closeness" else grid2d(40, 40)
     graph, out, path = tmp_path / "g.mtx", tmp_path / "c.npy", tmp_path / "ck"
     write_mtx(g, graph)
-    cmd = [sys.executable, "-m", "blest.cli", "closeness", str(graph), "-o", str(out)]
+    cmd = [sys.executable, "-m", "blest.cli", command, str(graph), "-o", str(out)]
     cmd += ["--checkpoint", str(path)]
     env = cli_env(tmp_path, **{ck.BLOCK_ENV: str(KAPPA), "BLEST_CPU_JIT": "0"})
 
@@ -477,7 +480,8 @@ def test_a_killed_command_resumes_to_the_same_bits(tmp_path):
     assert "the same command resumes from them" in err and "Traceback" not in err
     done = subprocess.run(cmd, env=env, capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr[-400:]
-    assert np.load(out).tobytes() == bc.closeness(g).tobytes()
+    want = bc.closeness(g) if command == "closeness" else blest.betweenness(g)
+    assert np.load(out).tobytes() == want.tobytes()
 
 
 def test_block_size_from_the_environment(monkeypatch):

@@ -1,6 +1,7 @@
 """Checkpointed closeness on the GPU: a run stopped after its first blocks resumes to the bits
 of a run never stopped, on one GPU, from a CPU run's blocks, with local workers (``gpus=2``;
-on a one-GPU machine both share it) and, where mpi4py and a launcher exist, ``mpirun -n 2``."""
+on a one-GPU machine both share it) and, where mpi4py and a launcher exist, ``mpirun -n 2``;
+betweenness the same way, from the CPU's blocks and the GPU's."""
 
 from __future__ import annotations
 
@@ -96,6 +97,26 @@ def test_local_workers_resume(zoo, tmp_path):
         _stop_after_first_block(graph, path, sources, 0)
         got = blest.closeness(graph, sources, gpus=2, checkpoint=path)
         assert got.tobytes() == blest.closeness(graph, sources, device=0).tobytes(), name
+
+
+@pytest.mark.parametrize("name", ["directed", "road_deep", "power_law"])
+def test_betweenness_resumes_to_the_same_bits(zoo, tmp_path, name):
+    """Stopped after its first block on the CPU, then again on the GPU, finished with two
+    local workers: the bits of one GPU never stopped (the GPU runner's nodes are the CPU's)."""
+    _, graphs = zoo
+    graph = graphs[name]
+    path = tmp_path / "ck"
+    for device in ("cpu", 0):
+        before = len(_blocks(path)) if path.exists() else 0
+
+        def progress(done, total, before=before):
+            if path.exists() and len(_blocks(path)) > before:
+                raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            blest.betweenness(graph, device=device, checkpoint=path, progress=progress)
+    got = blest.betweenness(graph, gpus=2, checkpoint=path)
+    assert got.tobytes() == blest.betweenness(graph, device=0).tobytes(), name
 
 
 MPI_SCRIPT = """

@@ -3,7 +3,9 @@
 On a tuned config or any graph file; on one device, every local GPU (``--gpus all``), or the
 ranks of ``mpirun -n N blest betweenness ...`` (rank 0 writes). Progress: a status line on a
 terminal, a plain line every few seconds otherwise. The scores are written atomically at the
-end, so Ctrl-C leaves no output file behind (exit status 130).
+end, so Ctrl-C leaves no output file behind (exit status 130). With ``--checkpoint DIR`` the
+tree node of every finished block of sources is kept in DIR, and the same command run again
+computes only the missing blocks, to the same bits.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ from blest.cli.graphs import graph_flags
 from blest.cli.outputs import check_levels_output
 from blest.cli.scores import (
     Eta,
+    check_checkpoint,
     check_target,
+    checkpoint_flag,
     labels_of,
     load_target,
     own_ids,
     parse_gpus,
+    say_kept,
     status,
     vertex_scores,
     write_scores,
@@ -42,6 +47,7 @@ EXAMPLES = """examples:
   blest betweenness graph.mtx -o e.csv --edges               # every edge: u,v,betweenness
   blest betweenness graph.blest.json -o b.npy --gpus all     # one worker per local GPU
   mpirun -n 8 blest betweenness graph.blest.json -o b.npy    # MPI ranks, same bits
+  blest betweenness graph.blest.json -o b.npy --checkpoint b.ckpt  # again after a kill: resumes
 """
 
 
@@ -85,6 +91,7 @@ def betweenness_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="'all' or a count: one worker process per GPU (default: one GPU)",
     )
+    checkpoint_flag(c, "the tree node")
     graph_flags(c)
     c.set_defaults(func=_cmd_betweenness)
 
@@ -104,7 +111,7 @@ def _write_edges(path: str, pairs: np.ndarray, scores: np.ndarray) -> None:
 
 def _cmd_betweenness(args: argparse.Namespace) -> int:
     import blest.brandes as bb
-    from blest.runtime.distributed import mpi_world
+    from blest.runtime.distributed import WorkerError, mpi_world
 
     config = check_target(args)  # before any work
     _check_out(args.out, args.edges)
@@ -112,13 +119,19 @@ def _cmd_betweenness(args: argparse.Namespace) -> int:
         raise ArgumentError("--seed only applies with -k")
     if args.edges and args.endpoints:
         raise ArgumentError("--endpoints does not apply to --edges")
+    check_checkpoint(args.checkpoint, args.out, args.target)
+    if args.checkpoint is not None and args.k is not None and args.seed is None:
+        raise ArgumentError(
+            "--checkpoint with -k needs --seed: the rerun must draw the same sources"
+        )
     gpus = parse_gpus(args.gpus)
     target = load_target(args, config)
     world = mpi_world()
     rank = 0 if world is None else world[1]
     line, plain = status("blest betweenness", rank)
     eta = Eta(line, plain, "blest betweenness", PLAIN_EVERY)
-    where = {"k": args.k, "seed": args.seed, "gpus": gpus, "progress": eta}
+    keep = args.checkpoint
+    where = {"k": args.k, "seed": args.seed, "gpus": gpus, "progress": eta, "checkpoint": keep}
     t0 = time.perf_counter()
     try:
         if args.edges:
@@ -127,6 +140,11 @@ def _cmd_betweenness(args: argparse.Namespace) -> int:
             scores = bb.betweenness(
                 target, normalized=args.normalized, endpoints=args.endpoints, **where
             )
+    except (KeyboardInterrupt, WorkerError):
+        line.clear()
+        if keep is not None and rank == 0:
+            say_kept("blest betweenness", keep)
+        raise
     finally:
         line.clear()
     if rank != 0:

@@ -14,7 +14,6 @@ unless ``--no-reduce``; a line says how many BFSs they saved.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -23,13 +22,15 @@ import numpy as np
 
 from blest.cli.common import say
 from blest.cli.graphs import check_sources_file, graph_flags
-from blest.cli.outputs import check_outputs_apart
 from blest.cli.scores import (
     Eta,
+    check_checkpoint,
     check_target,
+    checkpoint_flag,
     load_target,
     own_ids,
     parse_gpus,
+    say_kept,
     status,
     vertex_scores,
 )
@@ -89,13 +90,7 @@ def closeness_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="'all' or a count: one worker process per GPU (default: one GPU)",
     )
-    c.add_argument(
-        "--checkpoint",
-        metavar="DIR",
-        help="keep the sums of every finished block of sources in DIR (created if missing); "
-        "the same command run again resumes from them (under mpirun: a directory every rank "
-        "sees; default: none kept)",
-    )
+    checkpoint_flag(c, "the sums")
     graph_flags(c)
     c.set_defaults(func=_cmd_closeness)
 
@@ -116,22 +111,6 @@ def _sources(path: str | None) -> np.ndarray | None:
     return ids
 
 
-def _check_checkpoint(args: argparse.Namespace) -> None:
-    """Refuse, before any work, a --checkpoint that is a file (an input, the output) or whose
-    directory does not exist."""
-    path = args.checkpoint
-    if path is None:
-        return
-    check_outputs_apart({"--checkpoint": path}, target=args.target, sources=args.sources)
-    if args.out != "-" and os.path.realpath(path) == os.path.realpath(args.out):
-        raise ArgumentError(f"--checkpoint {path} is the --out file; choose another directory")
-    if os.path.lexists(path) and not os.path.isdir(path):
-        raise ArgumentError(f"--checkpoint {path} is not a directory")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise ArgumentError(f"--checkpoint {path}: directory {parent} does not exist")
-
-
 #: Seconds between two plain progress lines.
 PLAIN_EVERY = 10.0
 
@@ -141,7 +120,7 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     from blest.runtime.distributed import WorkerError, mpi_world
 
     config = check_target(args, sources=args.sources)  # before any work
-    _check_checkpoint(args)
+    check_checkpoint(args.checkpoint, args.out, args.target, args.sources)
     sources = _sources(args.sources)
     gpus = parse_gpus(args.gpus)
     target = load_target(args, config)
@@ -162,11 +141,7 @@ def _cmd_closeness(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, WorkerError):
         line.clear()
         if keep is not None and rank == 0:
-            say(
-                f"blest closeness: the finished blocks are kept in {keep}; the "
-                "same command resumes from them",
-                file=sys.stderr,
-            )
+            say_kept("blest closeness", keep)
         raise
     finally:
         line.clear()

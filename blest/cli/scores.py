@@ -10,6 +10,7 @@ are written atomically at the end, so an interrupted command leaves nothing.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from blest.cli.common import Progress, is_config
+from blest.cli.common import Progress, is_config, say
 from blest.cli.graphs import given_graph_flags, load
 from blest.cli.outputs import check_levels_output, check_outputs_apart
 from blest.errors import ArgumentError
@@ -79,6 +80,38 @@ def parse_gpus(text: str | None) -> int | str | None:
     if count < 1:
         raise ArgumentError(f"--gpus must be at least 1, got {count}")
     return count
+
+
+def checkpoint_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """The ``--checkpoint DIR`` option, keeping ``what`` of every finished block."""
+    parser.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help=f"keep {what} of every finished block of sources in DIR (created if missing); "
+        "the same command run again resumes from them (under mpirun: a directory every rank "
+        "sees; default: none kept)",
+    )
+
+
+def check_checkpoint(path: str | None, out: str, target: str, sources: str | None = None) -> None:
+    """Refuse, before any work, a --checkpoint that is a file (an input, the output) or whose
+    directory does not exist."""
+    if path is None:
+        return
+    check_outputs_apart({"--checkpoint": path}, target=target, sources=sources)
+    if out != "-" and os.path.realpath(path) == os.path.realpath(out):
+        raise ArgumentError(f"--checkpoint {path} is the --out file; choose another directory")
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise ArgumentError(f"--checkpoint {path} is not a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ArgumentError(f"--checkpoint {path}: directory {parent} does not exist")
+
+
+def say_kept(prog: str, path: str) -> None:
+    """After a stop: where the finished blocks are, and that the command resumes."""
+    say(f"{prog}: the finished blocks are kept in {path}; the same command resumes from them",
+        file=sys.stderr)  # fmt: skip
 
 
 def status(prog: str, rank: int) -> tuple[Progress, bool]:

@@ -29,6 +29,7 @@ import numpy as np
 
 __all__ = [
     "Piece",
+    "PieceSet",
     "TreeStack",
     "aligned_blocks",
     "canonical_pieces",
@@ -134,6 +135,32 @@ class TreeStack:
         for _, _, vector in reversed(self._stack[:-1]):
             acc = vector + acc
         return acc.copy() if len(self._stack) == 1 else acc
+
+
+class PieceSet:
+    """Disjoint nodes added in any order, each merged with its sibling as soon as both are
+    held (``left + right``, as the tree adds them): a checkpoint's blocks and a process's own
+    land here in whatever order they come, and contiguous runs of them shrink to O(log)
+    vectors. ``pieces`` lists what is held, by position."""
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[int, int], np.ndarray] = {}
+
+    @property
+    def pieces(self) -> list[Piece]:
+        return [
+            (j, i, v)
+            for (j, i), v in sorted(self._held.items(), key=lambda kv: kv[0][1] << kv[0][0])
+        ]
+
+    def add(self, j: int, i: int, vector: np.ndarray) -> None:
+        j, i = operator.index(j), operator.index(i)
+        vector = np.asarray(vector, dtype=np.float64)
+        while (j, i ^ 1) in self._held:
+            other = self._held.pop((j, i ^ 1))
+            vector = other + vector if i & 1 else vector + other  # left + right
+            j, i = j + 1, i >> 1
+        self._held[(j, i)] = vector
 
 
 def combine(pieces: Iterable[Piece], total: int) -> np.ndarray:

@@ -65,6 +65,7 @@ __all__ = [
     "mpi_world",
     "partition",
     "reduce_sums",
+    "reduce_pieces",
     "reduce_tree",
     "run_local_workers",
     "stop_workers",
@@ -197,15 +198,54 @@ def reduce_tree(
     expected = canonical_pieces(*ranges[rank])
     if sorted(mine) != sorted(expected):
         raise ValueError(f"rank {rank}'s pieces are not those of its range {ranges[rank]}")
+    owned = [
+        (j, i, r)
+        for r, (start, stop) in enumerate(ranges)
+        for j, i in canonical_pieces(start, stop)
+    ]
+    return _fold(comm, rank, owned, mine, length)
+
+
+def reduce_pieces(comm: Any, rank: int, pieces: list[Piece], total: int, length: int) -> np.ndarray:
+    """The root of the fixed tree over ``total`` source positions on every rank, from each
+    rank's ``pieces``: disjoint tree nodes that together cover ``[0, total)``, wherever they
+    lie (a resumed run's blocks, say). One ``Allreduce`` of ``total`` int64s tells every rank
+    every piece's place and owner; the vectors then travel as in :func:`reduce_tree`."""
+    code = np.zeros(total, dtype=np.int64)  # at a piece's first position: 1 + level + 64 * rank
+    for j, i, _ in pieces:
+        code[i << j] = 1 + j + 64 * rank
+    agreed = np.empty_like(code)
+    comm.Allreduce(code, agreed, op=_sum_op(comm))
+    owned, at = [], 0
+    for start in np.flatnonzero(agreed).tolist():
+        j, owner = (int(agreed[start]) - 1) % 64, (int(agreed[start]) - 1) // 64
+        if start != at or start & ((1 << j) - 1):
+            raise ValueError(f"the ranks' pieces do not tile [0, {total}) at position {start}")
+        owned.append((j, start >> j, owner))
+        at = start + (1 << j)
+    if at != total:
+        raise ValueError(f"the ranks' pieces cover [0, {at}), not [0, {total})")
+    return _fold(comm, rank, owned, {(j, i): v for j, i, v in pieces}, length)
+
+
+def _fold(
+    comm: Any,
+    rank: int,
+    owned: list[tuple[int, int, int]],
+    mine: dict[tuple[int, int], np.ndarray],
+    length: int,
+) -> np.ndarray:
+    """Every piece ``(j, i, owner)`` of ``owned`` (in position order) through one
+    ``Allreduce`` (its owner sends the vector, the others zeros), merged as one process
+    would; the root."""
     op = _sum_op(comm)
     stack = TreeStack()
     zeros = np.zeros(length, dtype=np.float64)
-    for r, (start, stop) in enumerate(ranges):
-        for j, i in canonical_pieces(start, stop):
-            send = mine[(j, i)] if r == rank else zeros
-            got = np.empty(length, dtype=np.float64)
-            comm.Allreduce(np.ascontiguousarray(send, dtype=np.float64), got, op=op)
-            stack.push(j, i, got)
+    for j, i, owner in owned:
+        send = mine[(j, i)] if owner == rank else zeros
+        got = np.empty(length, dtype=np.float64)
+        comm.Allreduce(np.ascontiguousarray(send, dtype=np.float64), got, op=op)
+        stack.push(j, i, got)
     if stack.stop == 0:
         return zeros
     return stack.root(stack.stop)
