@@ -135,7 +135,7 @@ def _checkpoint(path: CheckpointPath | None, k: Any, seed: Any) -> str | None:
         return None
     if k is not None and seed is None:
         raise ArgumentError(
-            "a checkpoint of sampled betweenness needs a seed (--seed): the rerun must draw "
+            "a checkpoint of sampled betweenness needs a seed: the rerun must draw "
             "the same k sources"
         )
     return os.fspath(path)
