@@ -128,3 +128,43 @@ def test_only_contiguous_page_locked_arrays_count_as_pinned():
     kinds = ["host"]
     assert not is_pinned(cp, a[::2])  # strided: not one run, and not even asked
     assert len(asked) == 4
+
+
+def test_levels_are_delivered_as_out_asks():
+    """Every kind of ``out`` gets the levels by its own road (a fake CuPy: device arrays are
+    NumPy arrays with ``get``), and a fresh result never aliases the staging buffer."""
+    from blest.runtime.device import deliver_levels
+
+    class Device(np.ndarray):
+        def get(self, out):
+            roads.append("get")
+            out[...] = self
+            return out
+
+    pinned_ptrs: set = set()
+    runtime = SimpleNamespace(
+        pointerGetAttributes=lambda p: SimpleNamespace(type=1 if p in pinned_ptrs else 0),
+        memoryTypeHost=1,
+        CUDARuntimeError=RuntimeError,
+    )
+    cp = SimpleNamespace(ndarray=Device, cuda=SimpleNamespace(runtime=runtime))
+    levels = np.arange(6, dtype=np.int32).view(Device)
+    host = np.full(6, -7, np.int32)
+    roads: list = []
+    assert deliver_levels(cp, levels, "view", host) is levels
+    copy = deliver_levels(cp, levels, "device", host)
+    assert copy is not levels and np.array_equal(copy, levels)
+    on_device = np.full(6, -1, np.int32).view(Device)
+    assert deliver_levels(cp, levels, on_device, host) is on_device
+    assert roads == [] and np.array_equal(on_device, levels)
+    fresh = deliver_levels(cp, levels, None, host)
+    assert fresh is not host and np.array_equal(fresh, levels) and roads == ["get"]
+    pageable = np.full(6, -1, np.int32)
+    host[...] = -7
+    assert deliver_levels(cp, levels, pageable, host) is pageable
+    assert np.array_equal(pageable, levels) and np.array_equal(host, levels)  # through host
+    pinned = np.full(6, -1, np.int32)
+    pinned_ptrs.add(pinned.ctypes.data)
+    host[...] = -7
+    assert deliver_levels(cp, levels, pinned, host) is pinned
+    assert np.array_equal(pinned, levels) and (host == -7).all()  # straight into it

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from blest.errors import DeviceMemoryError, GPUUnavailableError
 from blest.graph.prepared import Prepared
 
@@ -15,8 +17,10 @@ __all__ = [
     "device_in_csr",
     "device_smem_limit",
     "out_csr",
+    "deliver_levels",
     "is_pinned",
     "pinned_array",
+    "staged",
     "available_memory",
     "require_memory",
     "format_bytes",
@@ -81,6 +85,31 @@ def is_pinned(cp: Any, array: Any) -> bool:
         return runtime.pointerGetAttributes(array.ctypes.data).type == runtime.memoryTypeHost
     except runtime.CUDARuntimeError:
         return False
+
+
+def staged(cp: Any, out: Any) -> bool:
+    """Whether levels reach ``out`` through a pinned staging buffer: for None and pageable
+    NumPy arrays (a pinned one takes them directly, the device ones on the GPU)."""
+    return out is None or (isinstance(out, np.ndarray) and not is_pinned(cp, out))
+
+
+def deliver_levels(cp: Any, levels: Any, out: Any, host: Any) -> Any:
+    """Device ``levels`` as ``out`` asks (already checked): ``"device"`` a copy, ``"view"``
+    the array itself, a CuPy array filled on the GPU, a pinned NumPy array filled directly,
+    None or a pageable array through the pinned buffer ``host``."""
+    if isinstance(out, str):
+        return levels.copy() if out == "device" else levels
+    if isinstance(out, cp.ndarray):
+        out[...] = levels
+        return out
+    if not staged(cp, out):
+        levels.get(out=out)
+        return out
+    levels.get(out=host)
+    if out is None:
+        return host.copy()
+    np.copyto(out, host)
+    return out
 
 
 def pinned_array(cp: Any, count: int, dtype: Any) -> Any:

@@ -36,7 +36,7 @@ from blest.defaults import DEFAULT_BLOCK_SIZE
 from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.runtime import arguments
-from blest.runtime.device import cupy_module, device_in_csr, is_pinned, pinned_array
+from blest.runtime.device import cupy_module, deliver_levels, device_in_csr, pinned_array
 from blest.runtime.device_program import DeviceProgram, LaunchShape
 from blest.runtime.engine_protocol import BFSStats, Geometry
 
@@ -253,25 +253,8 @@ class PullRunner:
         """Refuse an ``out`` that no call can fill (as :meth:`blest.Engine.bfs`)."""
         arguments.check_out(out, self.n, self.cp)
 
-    def _staged(self, out: Any) -> bool:
-        """Whether the levels reach ``out`` through the pinned buffer (None, pageable NumPy)."""
-        return out is None or (isinstance(out, np.ndarray) and not is_pinned(self.cp, out))
-
     def _deliver(self, out: Any) -> Any:
-        levels = self._levels
-        if isinstance(out, str):
-            return levels.copy() if out == "device" else levels
-        if isinstance(out, self.cp.ndarray):
-            out[...] = levels
-            return out
-        if not self._staged(out):  # pinned: straight into it
-            levels.get(out=out)
-            return out
-        levels.get(out=self._host_levels)
-        if out is None:
-            return self._host_levels.copy()
-        np.copyto(out, self._host_levels)
-        return out
+        return deliver_levels(self.cp, self._levels, out, self._host_levels)
 
     @property
     def stats(self) -> BFSStats:

@@ -31,11 +31,12 @@ from blest.errors import ArgumentError, EngineError, GPUUnavailableError
 from blest.graph.prepared import Prepared
 from blest.runtime.arguments import CallRules, check_out
 from blest.runtime.device import (
+    deliver_levels,
     device_in_csr,
     device_smem_limit,
-    is_pinned,
     pinned_array,
     require_memory,
+    staged,
 )
 from blest.runtime.device_program import DeviceProgram, LaunchShape
 from blest.runtime.engine_protocol import BFSStats, Geometry
@@ -297,9 +298,8 @@ class Traversal:
         return self.values["levels"] if self.user_levels is None else self.user_levels
 
     def staged(self, out: Any) -> bool:
-        """Whether the levels reach ``out`` through the engine's pinned buffer: for None and
-        pageable NumPy arrays (a pinned one takes them directly, the device ones on the GPU)."""
-        return out is None or (isinstance(out, np.ndarray) and not is_pinned(self.cp, out))
+        """Whether the levels reach ``out`` through the engine's pinned buffer."""
+        return staged(self.cp, out)
 
     def direct(self, out: Any) -> bool:
         """Whether the deliver pass can write the levels straight into CuPy array ``out``."""
@@ -307,21 +307,7 @@ class Traversal:
 
     def deliver(self, out: Any) -> Any:
         """The last call's levels as ``out`` asks (checked by the engine)."""
-        levels = self.levels()
-        if isinstance(out, str):
-            return levels.copy() if out == "device" else levels
-        if out is None:
-            levels.get(out=self.host_levels)
-            return self.host_levels.copy()
-        if isinstance(out, self.cp.ndarray):
-            out[...] = levels
-            return out
-        if not self.staged(out):  # pinned: straight into it
-            levels.get(out=out)
-            return out
-        levels.get(out=self.host_levels)
-        np.copyto(out, self.host_levels)
-        return out
+        return deliver_levels(self.cp, self.levels(), out, self.host_levels)
 
     def stats(self) -> BFSStats:
         """Statistics of the last call (read from the GPU on first access)."""
