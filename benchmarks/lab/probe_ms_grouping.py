@@ -84,6 +84,10 @@ def _levels(graph, sources: np.ndarray) -> np.ndarray:
     return np.stack([bfs_levels(graph, int(s)) for s in sources]).astype(np.int32)
 
 
+def _top(neighbours: np.ndarray, deg: np.ndarray) -> int:
+    return int(neighbours[np.argmax(deg[neighbours])])
+
+
 def orders(graph, rng) -> dict[str, np.ndarray]:
     deg = np.diff(graph.out_ptr)
     cand = np.flatnonzero(deg >= 2)
