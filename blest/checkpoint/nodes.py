@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from blest.checkpoint.store import Store, agree, block_count
-from blest.errors import CheckpointError
+from blest.checkpoint.store import Store, block_count, resume
 from blest.reference.betweenness import BatchRunner, run_range
 from blest.reference.treesum import Piece, PieceSet, aligned_blocks, combine
 from blest.runtime.distributed import JobProgress, reduce_pieces
@@ -166,21 +165,15 @@ def run(
     done. ``progress(done, total)`` (rank 0) counts the resumed sources as done."""
     store = TreeCheckpoint(path, graph, sources, what, runner.length)
     total = int(store.sources.size)
-    finished = PieceSet()
-    message = ""
-    if rank == 0:
-        try:
-            store.open()
-            finished = store.finished()
-        except (CheckpointError, OSError) as exc:
-            if size == 1:
-                raise
-            message = str(exc) or type(exc).__name__
-    done = np.zeros(total, bool)
-    for j, i, _ in finished.pieces:
-        done[i << j : (i + 1) << j] = True
-    if size > 1:
-        done = agree(comm, rank, size, store, done, message)
+
+    def read() -> tuple[PieceSet, np.ndarray]:
+        found = store.finished()
+        done = np.zeros(total, bool)
+        for j, i, _ in found.pieces:
+            done[i << j : (i + 1) << j] = True
+        return found, done
+
+    finished, done = resume(store, rank, size, comm, read, PieceSet())
     mine = deal(missing_blocks(done, block_width(runner.width)), rank, size)
     own = sum(1 << j for j, _ in mine)
     report = None

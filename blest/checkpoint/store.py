@@ -28,9 +28,9 @@ import re
 import secrets
 import stat
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import numpy as np
 
@@ -40,7 +40,9 @@ from blest.errors import CheckpointError
 from blest.runtime.distributed import _sum_op
 from blest.tuning.storage import atomic_write
 
-__all__ = ["BLOCK_ENV", "BLOCK_NAME", "BLOCK_SOURCES", "MANIFEST", "Store", "agree"]
+__all__ = ["BLOCK_ENV", "BLOCK_NAME", "BLOCK_SOURCES", "MANIFEST", "Store", "agree", "resume"]
+
+T = TypeVar("T")
 
 #: Sources per block by default, and the environment variable that sets another count.
 BLOCK_SOURCES = 16384
@@ -250,6 +252,33 @@ def _sync_dir(path: Path) -> None:
 
 
 # ---------------------------------------------------------------------- several ranks
+def resume(
+    store: Store,
+    rank: int,
+    size: int,
+    comm: Any,
+    read: Callable[[], tuple[T, np.ndarray]],
+    empty: T,
+) -> tuple[T, np.ndarray]:
+    """Open the checkpoint and ``read()`` it on rank 0 (what it holds, and the mask of the
+    finished positions); every rank gets the mask (:func:`agree`), the others ``empty``. On
+    one process a refusal raises at once; on several it reaches every rank."""
+    found, message, done = empty, "", None
+    if rank == 0:
+        try:
+            store.open()
+            found, done = read()
+        except (CheckpointError, OSError) as exc:
+            if size == 1:
+                raise
+            message = str(exc) or type(exc).__name__
+    if done is None:
+        done = np.zeros(int(store.fields["count"]), bool)
+    if size > 1:
+        done = agree(comm, rank, size, store, done, message)
+    return found, done
+
+
 def agree(
     comm: Any, rank: int, size: int, store: Store, done: np.ndarray, message: str
 ) -> np.ndarray:

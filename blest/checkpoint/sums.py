@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from blest.checkpoint.store import Store, agree, block_count
-from blest.errors import CheckpointError
+from blest.checkpoint.store import Store, block_count, resume
 from blest.reference.centrality import SourceSums
 from blest.runtime.balance import share
 from blest.runtime.distributed import JobProgress, reduce_sums
@@ -167,20 +166,15 @@ def run(
     (the checkpoint says so in its manifest)."""
     store = Checkpoint(path, engine.graph, users, pendant)
     total = int(store.users.size)
-    empty = SourceSums.zeros(0, pendant=pendant)
-    finished, message = Finished(np.zeros(0, np.int64), empty), ""
-    if rank == 0:
-        try:
-            store.open()
-            finished = store.finished()
-        except (CheckpointError, OSError) as exc:
-            if size == 1:
-                raise
-            message = str(exc) or type(exc).__name__
-    done = np.zeros(total, bool)
-    done[finished.positions] = True
-    if size > 1:
-        done = agree(comm, rank, size, store, done, message)
+    empty = Finished(np.zeros(0, np.int64), SourceSums.zeros(0, pendant=pendant))
+
+    def read() -> tuple[Finished, np.ndarray]:
+        found = store.finished()
+        done = np.zeros(total, bool)
+        done[found.positions] = True
+        return found, done
+
+    finished, done = resume(store, rank, size, comm, read, empty)
     todo = np.flatnonzero(~done)
     new_of_old = engine.permutation.new_of_old
     mine = share(engine.graph, new_of_old, store.users, todo, kappa, rank, size)
