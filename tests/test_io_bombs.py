@@ -232,9 +232,10 @@ def test_a_graph_beyond_ulimit_v_is_refused_by_the_guard_not_a_memory_error(
 
 
 # ====================================================================== item 12
-def test_a_huge_file_as_artifact_is_refused_before_hashing(tmp_path: Path, monkeypatch) -> None:
+def test_a_huge_file_as_artifact_is_refused_before_reading(tmp_path: Path, monkeypatch) -> None:
     from blest.errors import ConfigError
     from blest.tuning import loader
+    from blest.tuning.artifact_file import ArtifactFile
     from blest.tuning.tuner import tune, write_tuned
 
     g = Graph.from_arcs(np.arange(50), (np.arange(50) + 1) % 50, 50, directed=True)
@@ -248,13 +249,14 @@ def test_a_huge_file_as_artifact_is_refused_before_hashing(tmp_path: Path, monke
     data["artifact"]["path"] = "huge.npz"
     config.write_text(json.dumps(data))
 
-    def no_hashing(path):
-        raise AssertionError("the artifact was hashed before its size was checked")
+    def no_reading(self, **kwargs):
+        raise AssertionError("the artifact was read before its size was checked")
 
-    monkeypatch.setattr(loader, "sha256_file", no_hashing)
     start = time.perf_counter()
-    with pytest.raises(ConfigError, match="more than the artifact of a graph of 50 vertices"):
-        loader.load_tuned(config)
+    with monkeypatch.context() as m:
+        m.setattr(ArtifactFile, "read", no_reading)
+        with pytest.raises(ConfigError, match="more than the artifact of a graph of 50 vertices"):
+            loader.load_tuned(config)
     assert time.perf_counter() - start < 2
     huge.unlink()
     os.mkfifo(huge)  # a FIFO: opening it would block

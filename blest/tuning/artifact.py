@@ -25,12 +25,14 @@ so that loading stays as fast as reading them (deflating everything made kron-21
 smaller but its loading 6x slower). Version 1 (row pointers and permutations stored as they
 are, nothing deflated) is still read.
 
-Loading checks the structure in O(n + arcs) without sorting (:mod:`.artifact_checks`): a
+Loading reads the file once into memory (:mod:`.artifact_file`; the caller may hash those
+bytes), and the stored members are views into it (:class:`~blest.graph.io.zipnpy.NpzBuffer`).
+It checks the structure in O(n + arcs) without sorting (:mod:`.artifact_checks`): a
 consistently edited artifact whose checksum was updated is refused instead of running wrong.
 Only the members an artifact has are read, scalars first, and each array only after its
 declared size is checked against them (no member may hold more elements than ``n`` and
-``nnz`` allow) and against the memory limit (:mod:`blest.graph.io.zipnpy`); members of other
-names are never inflated. Version 3 adds the optional B members; versions 1 and 2 are read.
+``nnz`` allow) and against the memory limit; members of other names are never inflated.
+Version 3 adds the optional B members; versions 1 and 2 are read.
 """
 
 from __future__ import annotations
@@ -47,12 +49,12 @@ import numpy as np
 from blest.errors import ConfigError
 from blest.graph.bvss import BVSS
 from blest.graph.core import CleaningReport, Graph
-from blest.graph.io.limits import memory_limit
-from blest.graph.io.zipnpy import NpzMembers
+from blest.graph.io.zipnpy import NpzBuffer
 from blest.graph.labels import storable_labels
 from blest.graph.ordering import Permutation
 from blest.graph.prepared import Prepared
 from blest.tuning.artifact_checks import check_hop_bvss, check_structure
+from blest.tuning.artifact_file import ArtifactBytes, ArtifactFile
 from blest.tuning.storage import atomic_write
 
 __all__ = [
@@ -62,6 +64,7 @@ __all__ = [
     "save_artifact",
     "write_artifact",
     "load_artifact",
+    "prepared_from_bytes",
 ]
 
 ARTIFACT_FORMAT = "blest-prepared"
@@ -167,19 +170,10 @@ def _scalar(arrays: dict[str, np.ndarray], key: str) -> Any:
     return a.item()
 
 
-def _read_members(path: str | os.PathLike[str], where: str) -> dict[str, np.ndarray]:
-    """The members of the artifact; :class:`ConfigError` for a missing or non-npz file."""
+def _read_members(raw: ArtifactBytes, where: str, verified: bool) -> dict[str, np.ndarray]:
+    """The members of the artifact ``raw`` (stored ones are views into its bytes)."""
     try:
-        with open(path, "rb") as f:
-            magic = f.read(4)
-    except FileNotFoundError:
-        raise ConfigError(f"prepared artifact {where} is missing") from None
-    except OSError as exc:
-        raise ConfigError(f"prepared artifact {where} is unreadable ({exc.strerror})") from None
-    if magic != b"PK\x03\x04":
-        raise ConfigError(f"prepared artifact {where} is not a .npz archive")
-    try:
-        with NpzMembers(path, memory_limit(None).nbytes) as members:
+        with NpzBuffer(raw.data, raw.room, verified=verified) as members:
             arrays = {k: members.read(k, max_items=1) for k in _SCALARS + _BVSS_SCALARS}
             for k in _HOP_SCALARS:
                 if k in members.names:
@@ -345,14 +339,31 @@ def _hop_bvss(arrays: dict[str, np.ndarray], n: int, sigma: int, hops: int) -> B
 def load_artifact(
     path: str | os.PathLike[str], *, source: str | None = None, graph_hash: str | None = None
 ) -> Prepared:
-    """Read an artifact written by :func:`save_artifact` (version 1 or 2) and check its
+    """Read an artifact written by :func:`save_artifact` (version 1, 2 or 3) and check its
     structure; :class:`ConfigError` if it is malformed, inconsistent or (given
     ``graph_hash``) records another graph.
 
-    Integrity of the file (its SHA-256 against the config) is checked by the caller.
+    Integrity of the file (its SHA-256 against the config) is checked by the caller, which
+    then reads it with :class:`~blest.tuning.artifact_file.ArtifactFile` and
+    :func:`prepared_from_bytes`.
     """
-    where = str(path)
-    arrays = _read_members(path, where)
+    with ArtifactFile(path) as f:
+        raw = f.read()
+    return prepared_from_bytes(raw, str(path), source=source, graph_hash=graph_hash)
+
+
+def prepared_from_bytes(
+    raw: ArtifactBytes,
+    where: str,
+    *,
+    verified: bool = False,
+    source: str | None = None,
+    graph_hash: str | None = None,
+) -> Prepared:
+    """The artifact whose bytes are ``raw`` (read from ``where``), checked as
+    :func:`load_artifact` says; its large arrays are views into ``raw.data``. ``verified``: the
+    caller checked those bytes against a checksum, so the members' own CRC-32s are not."""
+    arrays = _read_members(raw, where, verified)
     try:
         fmt, version = _scalar(arrays, "format"), _scalar(arrays, "version")
         if fmt != ARTIFACT_FORMAT or version not in READ_VERSIONS:

@@ -15,35 +15,51 @@ from blest.errors import ConfigError
 from blest.graph.prepared import Prepared
 from blest.runtime.engine_protocol import BFSEngine
 from blest.runtime.factory import make_engine, resolve_device
-from blest.tuning.artifact import load_artifact
-from blest.tuning.artifact_checks import check_file
+from blest.tuning.artifact import prepared_from_bytes
+from blest.tuning.artifact_checks import max_artifact_bytes
+from blest.tuning.artifact_file import ArtifactFile
 from blest.tuning.config import TunedConfig
-from blest.tuning.storage import sha256_file
 
 __all__ = ["load_tuned", "load_prepared"]
 
 
 def load_prepared(cfg: TunedConfig) -> Prepared:
-    """The config's artifact, verified: its SHA-256 and its graph hash must match the config."""
+    """The config's artifact, verified: its size must fit the config's graph, its SHA-256 and
+    its graph hash must match the config. The file is read once; the bytes hashed are the
+    bytes parsed."""
     path = cfg.artifact_path
     try:
-        hop_arcs = cfg.preparation.hop_arcs or 0
-        check_file(path, n=cfg.graph.n, arcs=cfg.graph.arcs, sigma=cfg.spec.sigma,
-                   hops=cfg.spec.hops, hop_arcs=hop_arcs)  # fmt: skip
+        with ArtifactFile(path) as f:
+            _check_size(cfg, f.size)  # before a byte is read
+            raw = f.read(digest=True)
     except ConfigError as exc:
         raise ConfigError(f"{exc}: {cfg.hint}") from None
-    if sha256_file(path) != cfg.artifact_sha256:
+    if raw.sha256 != cfg.artifact_sha256:
         raise ConfigError(
             f"prepared artifact {path} does not match {cfg.path or 'the config'} "
             f"(its SHA-256 differs): {cfg.hint}"
         )
     try:
-        prep = load_artifact(path, source=cfg.graph.source, graph_hash=cfg.graph.hash)
+        prep = prepared_from_bytes(
+            raw, str(path), verified=True, source=cfg.graph.source, graph_hash=cfg.graph.hash
+        )
     except ConfigError as exc:
         raise ConfigError(f"{exc}: {cfg.hint}") from None
     if prep.sigma != cfg.spec.sigma or prep.n != cfg.graph.n:
         raise ConfigError(f"prepared artifact {path} does not fit the config's variant: {cfg.hint}")
     return prep
+
+
+def _check_size(cfg: TunedConfig, size: int) -> None:
+    """Refuse an artifact larger than one of the config's graph can be."""
+    n, arcs, hop_arcs = cfg.graph.n, cfg.graph.arcs, cfg.preparation.hop_arcs or 0
+    most = max_artifact_bytes(n, arcs, cfg.spec.sigma, cfg.spec.hops, hop_arcs)
+    if size > most:
+        raise ConfigError(
+            f"prepared artifact {cfg.artifact_path} has {size:,} bytes, more than the artifact "
+            f"of a graph of {n:,} vertices and {arcs:,} arcs can have ({most:,}): it is not "
+            "this config's artifact"
+        )
 
 
 def load_tuned(
