@@ -13,6 +13,7 @@ from blest.codegen.family import emit, family_of
 from blest.codegen.pull_render import pull_extras, pull_params, pull_program, render_pull
 from blest.codegen.pullspec import (
     PULL_CTL_WORDS,
+    PULL_EARLY,
     PULL_KERNEL,
     PULL_OVERFLOW,
     PullSpec,
@@ -27,20 +28,27 @@ def test_variants_names_and_round_trip():
     specs = list(pull_variants())
     assert [s.name for s in specs] == [
         "pull_scalar_pers",
+        "pull_scalar_async_pers",
         "pull_scalar_counts_pers",
         "pull_vector_pers",
+        "pull_vector_async_pers",
         "pull_vector_counts_pers",
     ]
     for s in specs:
         assert PullSpec.from_dict(json.loads(s.to_json())) == s
         assert family_of(s).name == "pull" and emit(s) is pull_program(s)
-    for bad in ({"form": "matrix"}, {"counts": 1}, {"form": None}, {"format": 7}, {"kappa": 2}):
+    bad_ones = ({"form": "matrix"}, {"counts": 1}, {"form": None}, {"format": 7}, {"kappa": 2})
+    bad_ones += ({"asynchronous": 1, "counts": False}, {"asynchronous": True, "counts": True})
+    for bad in bad_ones:
         with pytest.raises(ArgumentError):
             PullSpec.from_dict(bad)
+    old = {k: v for k, v in json.loads(PullSpec("vector", False).to_json()).items()}
+    old.pop("asynchronous")  # a spec written before the axis: synchronous
+    assert PullSpec.from_dict(old) == PullSpec("vector", False)
 
 
 def test_the_overflow_word_lies_past_the_common_control_block():
-    assert PULL_OVERFLOW >= CTL_WORDS and PULL_CTL_WORDS > PULL_OVERFLOW
+    assert PULL_OVERFLOW >= CTL_WORDS and PULL_CTL_WORDS > PULL_EARLY > PULL_OVERFLOW
     assert all(f.offset + f.words <= CTL_WORDS for f in CTL_FIELDS)
 
 
@@ -54,6 +62,10 @@ def test_default_form_and_memory():
         extra = pull_bytes(counts, n, arcs, permuted=permuted)
         extra -= pull_bytes(plain, n, arcs, permuted=permuted)
         assert extra == 8 * n * sigmas
+    early = PullSpec("scalar", False, asynchronous=True)
+    assert pull_bytes(early, n, arcs, permuted=False) - pull_bytes(
+        plain, n, arcs, permuted=False
+    ) == (4 * ((n + 31) // 32))  # a third frontier bitmap
     shared = pull_bytes(plain, n, arcs, permuted=False, in_csr=False)
     assert pull_bytes(plain, n, arcs, permuted=False) - shared == 8 * (n + 1) + 4 * arcs
 

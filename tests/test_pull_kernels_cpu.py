@@ -2,7 +2,8 @@
 threads, the grid barrier between them) against the CPU reference of shortest-path counts
 (blest.reference.paths), levels and counts exact: on fresh random graphs of every class, tiny
 graphs, reordered graphs (levels and counts in the user's ids), several seeds and depth limits,
-from poisoned buffers; and the overflow flag on chains of diamonds whose counts reach 2^63."""
+from poisoned buffers; and the overflow flag on chains of diamonds whose counts reach 2^63.
+The asynchronous variants' early levels are checked the same way, and shown to happen."""
 
 from __future__ import annotations
 
@@ -14,14 +15,21 @@ from cuda_cpu import build, have_compiler, run, small_zoo
 
 from blest.codegen.contract import CTL
 from blest.codegen.pull_render import PULL_SHARED_BYTES, pull_extras, pull_params, render_pull
-from blest.codegen.pullspec import PULL_CTL_WORDS, PULL_KERNEL, PULL_OVERFLOW, PullSpec
+from blest.codegen.pullspec import (
+    PULL_CTL_WORDS,
+    PULL_EARLY,
+    PULL_KERNEL,
+    PULL_OVERFLOW,
+    PullSpec,
+    pull_variants,
+)
 from blest.datasets.classes import make_hubs, make_uniform
 from blest.graph.core import Graph
 from blest.graph.ordering import Permutation, permute_graph
 from blest.reference.paths import bfs_paths
 
 THREADS, BLOCKS = 32, 2
-SPECS = [PullSpec(form, counts) for form in ("scalar", "vector") for counts in (False, True)]
+SPECS = list(pull_variants())
 POISON = 0xDEADBEEF
 #: Vertices of the random graphs: the vector form pulls each open vertex with warp collectives,
 #: which the CPU runner emulates slowly, so its graphs are smaller.
@@ -81,7 +89,7 @@ def run_pull(exe, spec, graph, seeds, depth_limit=None, perm=None) -> dict:
         "in_idx": in_idx if in_idx.size else np.zeros(1, np.int32),
         "old_of_new": None if perm is None else perm.old_of_new.astype(np.int32),
         "visited": np.full(words, POISON, np.uint32),
-        "frontier": np.full(2 * words, POISON, np.uint32),
+        "frontier": np.full(spec.frontiers * words, POISON, np.uint32),
         "levels": np.full(n, 12345, np.int32),
         "ctl": np.zeros(PULL_CTL_WORDS, np.uint32),
         "seeds": None if inner.size == 1 else inner.astype(np.int32),
@@ -187,3 +195,30 @@ def test_a_chain_of_64_diamonds_overflows(programs):
         assert bool(out["ctl"][PULL_OVERFLOW]) == over
         if not over:
             assert int(out["counts"].view(np.int64)[last]) == 2**62
+
+
+@pytest.mark.parametrize("form", ["scalar", "vector"])
+def test_the_asynchronous_pull_gives_levels_a_pass_early(programs, rng, form):
+    """Vertex 1 (word 0) reached at level 1; vertex 64 (word 2, pulled after word 0 by the same
+    warp) has vertex 1 as its only in-neighbour: level 2 in the first pass. On random graphs the
+    count of such vertices is at most every vertex past level 1; the synchronous variant counts
+    none; levels stay exact."""
+    spec = PullSpec(form, False, asynchronous=True)
+    graph = Graph.from_arcs(np.array([0, 1]), np.array([1, 64]), 65, directed=True)
+    out = run_pull(programs[spec], spec, graph, [0])
+    check(out, spec, graph, [0])
+    assert out["ctl"][PULL_EARLY] == 1
+    assert out["ctl"][CTL["levels_run"]] == 3  # levels 1, 2, and the empty third
+    early = 0
+    for name, g in small_zoo(rng, SIZE[form]).items():
+        src = int(rng.choice(np.flatnonzero(g.out_degree > 0)))
+        for s in (spec, PullSpec(form, False)):
+            got = run_pull(programs[s], s, g, [src])
+            check(got, s, g, [src], label=f"{name} {s.name}")
+            levels = got["levels"]
+            if s.asynchronous:
+                assert got["ctl"][PULL_EARLY] <= np.count_nonzero(levels >= 2), name
+                early += int(got["ctl"][PULL_EARLY])
+            else:
+                assert got["ctl"][PULL_EARLY] == 0, name
+    assert early > 0  # somewhere in the zoo a level came a pass early

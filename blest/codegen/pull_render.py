@@ -16,13 +16,20 @@ from blest.codegen.program import (
     kernel_context,
     render_file,
 )
-from blest.codegen.pullspec import PULL_CTL_WORDS, PULL_KERNEL, PULL_OVERFLOW, PullSpec
+from blest.codegen.pullspec import (
+    PULL_CTL_WORDS,
+    PULL_EARLY,
+    PULL_KERNEL,
+    PULL_OVERFLOW,
+    PullSpec,
+)
 
 __all__ = ["PULL_SHARED_BYTES", "pull_params", "pull_extras", "render_pull", "pull_program"]
 
 #: In-arcs a lane loads before it tests the first (loads in flight on a chain of dependent ones).
 GROUP = 4
-#: Dynamic shared memory of a block: three counters of the vertices it reached at a level.
+#: Dynamic shared memory of a block: counters (three, four when asynchronous) of the vertices
+#: it reached at a level.
 PULL_SHARED_BYTES = 16
 
 
@@ -35,7 +42,9 @@ def pull_params(spec: PullSpec) -> list[KernelParam]:
         KernelParam("int", "n"),
         KernelParam("int", "n_words", "ceil(n / 32)"),
         KernelParam("u32*", "visited", "n_words; the bits past n are set"),
-        KernelParam("u32*", "frontier", "2 * n_words: F_L at index L & 1"),
+        KernelParam(
+            "u32*", "frontier", f"{spec.frontiers} * n_words: F_L at index L % {spec.frontiers}"
+        ),
         KernelParam("int*", "levels", "n, the user's ids: the level, -1 unreached"),
     ]
     if spec.counts:
@@ -67,9 +76,12 @@ def _context(spec: PullSpec) -> dict:
         spec,
         _groups(spec),
         counts=spec.counts,
+        asynchronous=spec.asynchronous,
+        frontiers=spec.frontiers,
         vector=spec.form == "vector",
         group=GROUP,
         overflow_word=PULL_OVERFLOW,
+        early_word=PULL_EARLY,
         pull_ctl_words=PULL_CTL_WORDS,
         extras=",\n    ".join(f"{p.ctype} {p.name}" for p in extras),
         shared_bytes=PULL_SHARED_BYTES,

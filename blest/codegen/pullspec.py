@@ -15,6 +15,9 @@ Axes (docs/variants.md):
   (:func:`default_pull_form`).
 * ``counts`` - whether the kernel counts shortest paths; without them a vertex stops at its
   first in-neighbour in F_L.
+* ``asynchronous`` - without counts only: XBFS's asynchronous bottom-up. A vertex that finds
+  no in-neighbour in F_L but one reached at level L + 1 in the same pass takes level L + 2
+  there and then (it has read all its in-arcs already), so the next pass skips it.
 
 Every variant is one persistent cooperative kernel a call, a grid barrier between levels (the
 ``_pers`` of its name).
@@ -40,6 +43,7 @@ __all__ = [
     "PULL_KERNEL",
     "PULL_FORMS",
     "PULL_OVERFLOW",
+    "PULL_EARLY",
     "PULL_CTL_WORDS",
     "VECTOR_MIN_DEGREE",
     "PULL_SPEC_FORMAT",
@@ -50,8 +54,10 @@ PULL_SPEC_FORMAT = 1
 PULL_KERNEL = f"{KERNEL_PREFIX}_pull"
 PULL_FORMS = ("scalar", "vector")
 #: The pull kernels' control block: the common one (codegen/contract.py), then the pull's own
-#: words. ``PULL_OVERFLOW`` is nonzero when some count reached 2^63 (the counts are then void).
+#: words. ``PULL_OVERFLOW`` is nonzero when some count reached 2^63 (the counts are then void);
+#: ``PULL_EARLY`` counts the vertices an asynchronous pull gave their level a pass early.
 PULL_OVERFLOW = CTL_WORDS
+PULL_EARLY = CTL_WORDS + 1
 PULL_CTL_WORDS = CTL_WORDS + 2
 #: Average in-degree above which the vector form is the default: a warp then has most of its
 #: lanes busy on a vertex's in-arcs, where the scalar form would leave one lane walking them.
@@ -66,23 +72,38 @@ class PullSpec(JsonSpec):
 
     form: str = "scalar"
     counts: bool = True
+    asynchronous: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.form, str) or self.form not in PULL_FORMS:
             raise ArgumentError(f"PullSpec.form must be one of {PULL_FORMS}, got {self.form!r}")
-        if type(self.counts) is not bool:
-            raise ArgumentError(f"PullSpec.counts must be True or False, got {self.counts!r}")
+        for axis in ("counts", "asynchronous"):
+            if type(getattr(self, axis)) is not bool:
+                raise ArgumentError(f"PullSpec.{axis} must be True or False")
+        if self.asynchronous and self.counts:
+            raise ArgumentError(
+                "PullSpec.asynchronous takes counts=False: a count needs every in-neighbour "
+                "of the level before, final"
+            )
 
     @property
     def name(self) -> str:
-        """A short identifier, e.g. ``pull_vector_counts_pers``."""
-        return f"pull_{self.form}{'_counts' if self.counts else ''}_pers"
+        """A short identifier, e.g. ``pull_vector_counts_pers``, ``pull_scalar_async_pers``."""
+        kind = "_counts" if self.counts else "_async" if self.asynchronous else ""
+        return f"pull_{self.form}{kind}_pers"
+
+    @property
+    def frontiers(self) -> int:
+        """Frontier bitmaps the kernel keeps: F_L and F_{L+1}, and F_{L+2} when asynchronous."""
+        return 3 if self.asynchronous else 2
 
 
 def pull_variants() -> Iterator[PullSpec]:
     """Every PullSpec."""
     for form, counts in itertools.product(PULL_FORMS, (False, True)):
         yield PullSpec(form, counts)
+        if not counts:
+            yield PullSpec(form, counts, asynchronous=True)
 
 
 def default_pull_form(n: int, arcs: int) -> str:
@@ -93,11 +114,11 @@ def default_pull_form(n: int, arcs: int) -> str:
 
 def pull_bytes(spec: PullSpec, n: int, arcs: int, *, permuted: bool, in_csr: bool = True) -> int:
     """Device bytes a pull runner allocates on a graph of n vertices and ``arcs`` arcs: the
-    in-adjacency (unless shared, ``in_csr=False``), visited and two frontier bitmaps, levels,
+    in-adjacency (unless shared, ``in_csr=False``), visited and the frontier bitmaps, levels,
     and with counts sigma (twice on a reordered graph: internal and the user's ids), the
     permutation on a reordered graph, and the control block."""
     words = (n + 31) // 32
-    total = 3 * 4 * words + 4 * n + 4 * PULL_CTL_WORDS
+    total = (1 + spec.frontiers) * 4 * words + 4 * n + 4 * PULL_CTL_WORDS
     if in_csr:
         total += 8 * (n + 1) + 4 * max(arcs, 1)
     if permuted:

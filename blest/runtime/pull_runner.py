@@ -141,7 +141,7 @@ class PullRunner:
             "n": np.int32(n),
             "n_words": np.int32(words),
             "visited": cp.empty(words, dtype=cp.uint32),
-            "frontier": cp.empty(2 * words, dtype=cp.uint32),
+            "frontier": cp.empty(self.spec.frontiers * words, dtype=cp.uint32),
             "levels": self._levels,
             "ctl": self._ctl,
         }
