@@ -33,6 +33,9 @@ def test_variants_names_and_round_trip():
         "pull_vector_pers",
         "pull_vector_async_pers",
         "pull_vector_counts_pers",
+        "pull_hybrid_pers",
+        "pull_hybrid_async_pers",
+        "pull_hybrid_counts_pers",
     ]
     for s in specs:
         assert PullSpec.from_dict(json.loads(s.to_json())) == s
@@ -78,9 +81,13 @@ def test_every_variant_renders_and_compiles(spec):
     source = render_pull(spec)
     assert source == render_pull(spec) and spec.name in source
     assert f"form = {spec.form}" in source
-    assert ("p.sigma[v] = sum" in source) == spec.counts
-    assert ("if (hit) break;" in source) == (spec.form == "scalar" and not spec.counts)
-    assert ("__shfl_down_sync(FULL_WARP, sum" in source) == (spec.form == "vector" and spec.counts)
+    assert ("p.sigma[v] = " in source) == spec.counts
+    assert ("break;  // one is enough" in source) == (not spec.counts)
+    together = spec.form != "scalar"  # the warp pulls a vertex together
+    assert ("pull_together(" in source) == together
+    assert ("__shfl_down_sync(FULL_WARP, sum" in source) == (together and spec.counts)
+    assert ("in_fresh(" in source) == spec.asynchronous
+    assert ("HYBRID_DEGREE" in source) == (spec.form == "hybrid")
     for p in (*pull_params(spec), *pull_extras()):
         assert f" {p.name}" in source
     assert ("sigma" in {p.name for p in pull_params(spec)}) == spec.counts

@@ -33,7 +33,7 @@ SPECS = list(pull_variants())
 POISON = 0xDEADBEEF
 #: Vertices of the random graphs: the vector form pulls each open vertex with warp collectives,
 #: which the CPU runner emulates slowly, so its graphs are smaller.
-SIZE = {"scalar": 180, "vector": 64}
+SIZE = {"scalar": 180, "vector": 64, "hybrid": 120}
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +175,8 @@ def test_counts_up_to_and_past_int64(programs, spec):
     past = {"2^63": [8] * 20 + [4, 2], "3 x 2^62": [8] * 20 + [4, 3], "2^64": [8] * 20 + [16]}
     if spec.form == "vector":  # the sums across lanes; the scalar form runs every case
         exact, past = {"2^62": exact["2^62"]}, {"2^64": past["2^64"]}
+    if spec.form == "hybrid":  # the last vertex's 40 in-arcs: the warp sums them together
+        exact, past = {"5 x 2^60": [8] * 19 + [40]}, {"2^64": past["2^64"]}
     for name, sizes in {**exact, **past}.items():
         graph, last = layers(sizes)
         out = run_pull(programs[spec], spec, graph, [0])
@@ -197,7 +199,7 @@ def test_a_chain_of_64_diamonds_overflows(programs):
             assert int(out["counts"].view(np.int64)[last]) == 2**62
 
 
-@pytest.mark.parametrize("form", ["scalar", "vector"])
+@pytest.mark.parametrize("form", ["scalar", "vector", "hybrid"])
 def test_the_asynchronous_pull_gives_levels_a_pass_early(programs, rng, form):
     """Vertex 1 (word 0) reached at level 1; vertex 64 (word 2, pulled after word 0 by the same
     warp) has vertex 1 as its only in-neighbour: level 2 in the first pass. On random graphs the
@@ -222,3 +224,21 @@ def test_the_asynchronous_pull_gives_levels_a_pass_early(programs, rng, form):
             else:
                 assert got["ctl"][PULL_EARLY] == 0, name
     assert early > 0  # somewhere in the zoo a level came a pass early
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.form == "hybrid"], ids=lambda s: s.name)
+def test_the_hybrid_form_takes_light_vertices_alone_and_heavy_ones_together(programs, rng, spec):
+    """Vertices of 1 to 3 in-arcs beside vertices of 33 to 90 (past HYBRID_DEGREE) in the same
+    words: exact levels (and counts) from several sources."""
+    n = 160
+    heavy = rng.choice(n, 12, replace=False)
+    src, dst = [], []
+    for v in range(n):
+        degree = int(rng.integers(33, 91)) if v in heavy else int(rng.integers(1, 4))
+        tails = rng.choice(n, degree, replace=False)
+        src += tails.tolist()
+        dst += [v] * degree
+    graph = Graph.from_arcs(np.array(src), np.array(dst), n, directed=True)
+    assert np.diff(np.asarray(graph.in_ptr)).max() > 32
+    for s in rng.choice(n, 4, replace=False).tolist():
+        check(run_pull(programs[spec], spec, graph, [s]), spec, graph, [s], label=f"src={s}")

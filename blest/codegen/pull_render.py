@@ -28,6 +28,9 @@ __all__ = ["PULL_SHARED_BYTES", "pull_params", "pull_extras", "render_pull", "pu
 
 #: In-arcs a lane loads before it tests the first (loads in flight on a chain of dependent ones).
 GROUP = 4
+#: The hybrid form: in-arcs above which the warp pulls a vertex together instead of one lane
+#: (a warp's width: a heavier vertex would hold its lane for more rounds than the warp takes).
+HYBRID_DEGREE = 32
 #: Dynamic shared memory of a block: counters (three, four when asynchronous) of the vertices
 #: it reached at a level.
 PULL_SHARED_BYTES = 16
@@ -78,7 +81,8 @@ def _context(spec: PullSpec) -> dict:
         counts=spec.counts,
         asynchronous=spec.asynchronous,
         frontiers=spec.frontiers,
-        vector=spec.form == "vector",
+        form=spec.form,
+        hybrid_degree=HYBRID_DEGREE,
         group=GROUP,
         overflow_word=PULL_OVERFLOW,
         early_word=PULL_EARLY,

@@ -11,8 +11,10 @@ Axes (docs/variants.md):
 
 * ``form`` - ``scalar``: a lane per vertex walks its in-arcs (TurboBFS's thread per column);
   ``vector``: a warp per vertex, its lanes over the in-arcs, then a warp reduction (a warp per
-  column). Scalar suits graphs of a few in-arcs a vertex, vector those of many
-  (:func:`default_pull_form`).
+  column); ``hybrid``: a lane per vertex of at most HYBRID_DEGREE in-arcs, then the warp
+  together over each heavier vertex of the word (XBFS's warp-centric bottom-up balance).
+  Scalar suits graphs of a few in-arcs a vertex, vector those of many
+  (:func:`default_pull_form`), hybrid those of both (power-law graphs).
 * ``counts`` - whether the kernel counts shortest paths; without them a vertex stops at its
   first in-neighbour in F_L.
 * ``asynchronous`` - without counts only: XBFS's asynchronous bottom-up. A vertex that finds
@@ -52,7 +54,7 @@ __all__ = [
 PULL_SPEC_FORMAT = 1
 #: The one entry point of a pull module.
 PULL_KERNEL = f"{KERNEL_PREFIX}_pull"
-PULL_FORMS = ("scalar", "vector")
+PULL_FORMS = ("scalar", "vector", "hybrid")
 #: The pull kernels' control block: the common one (codegen/contract.py), then the pull's own
 #: words. ``PULL_OVERFLOW`` is nonzero when some count reached 2^63 (the counts are then void);
 #: ``PULL_EARLY`` counts the vertices an asynchronous pull gave their level a pass early.
