@@ -172,6 +172,114 @@ def test_local_workers_bit_identical_to_serial(rng):
     np.testing.assert_array_equal(closeness_from_sums(result, graph.n), closeness(graph))
 
 
+def summing_worker(rank: int, size: int, comm, seed: int, shapes: list) -> list:
+    """Rank r's random buffers (float64 and int64, of every shape asked, large and small, the
+    slot growing and shrinking), each reduced; the totals."""
+    rng = np.random.default_rng([seed, rank])
+    out = []
+    for shape in shapes:
+        for dtype in (np.float64, np.int64):
+            mine = (
+                rng.standard_normal(shape) * 1e3
+                if dtype is np.float64
+                else rng.integers(-(2**40), 2**40, shape)
+            )
+            total = np.empty(shape, dtype)
+            comm.Allreduce(mine.astype(dtype), total, op=comm.SUM)
+            out.append(total)
+    return out
+
+
+def _rank_order_sums(size: int, seed: int, shapes: list) -> list:
+    buffers = [summing_worker(r, size, _Echo(), seed, shapes) for r in range(size)]
+    totals = []
+    for k in range(len(buffers[0])):
+        total = buffers[0][k].copy()
+        for r in range(1, size):
+            total += buffers[r][k]
+        totals.append(total)
+    return totals
+
+
+class _Echo:
+    """A rank alone: Allreduce returns its own buffer (to collect each rank's)."""
+
+    SUM = "sum"
+
+    def Allreduce(self, send, recv, op=None):
+        recv[...] = send
+
+
+def _shared_files() -> set:
+    shm = Path("/dev/shm")
+    return set(shm.glob("blest-reduce-*")) if shm.is_dir() else set()
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_local_workers_reduce_large_buffers_through_shared_memory(size, rng):
+    """Buffers past SHARED_MIN_BYTES (and below it) sum in rank order to the same bits as one
+    process adding them; no shared file is left behind."""
+    from blest.runtime.shared_sums import SHARED_MIN_BYTES
+
+    big = SHARED_MIN_BYTES // 8
+    shapes = [(big + 17,), (3, big), (5,), (big // 2 + 1,), (2 * big, 2)]
+    seed = int(rng.integers(2**31))
+    before = _shared_files()
+    got = run_local_workers(summing_worker, size, seed, shapes)
+    want = _rank_order_sums(size, seed, shapes)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert g.tobytes() == w.tobytes()
+    assert _shared_files() == before
+
+
+def test_shared_slots_in_one_process(tmp_path, monkeypatch):
+    """The slot's own rules: its file is the user's with mode 0600, reused while large enough,
+    refused when the shared directory has no room (the caller then takes its pipe), and the
+    parent refuses a file that is not the worker's."""
+    import stat as st
+
+    from blest.runtime import shared_sums as ss
+
+    monkeypatch.setattr(ss, "_DIR", tmp_path)
+    slot, parent = ss.SharedSlot(), ss.SharedSums()
+    data = np.arange(1000, dtype=np.float64)
+    ok, path = slot.stage(data)
+    assert ok and path is not None
+    mode = os.stat(path).st_mode
+    assert st.S_IMODE(mode) == 0o600 and os.stat(path).st_uid == os.geteuid()
+    parent.attach(0, path, data.nbytes)
+    assert not Path(path).exists()  # unlinked once both sides map it
+    np.testing.assert_array_equal(parent.view(0, np.dtype(np.float64), 1000), data)
+    parent.write(0, data * 2)
+    out = np.empty(1000)
+    slot.result(out)
+    np.testing.assert_array_equal(out, data * 2)
+    assert slot.stage(data[:10]) == (True, None)  # smaller: the same file
+    ok, grown = slot.stage(np.zeros(5000))
+    assert ok and grown is not None and grown != path
+    other = tmp_path / "planted"
+    other.write_bytes(b"x" * 8)
+    with pytest.raises(OSError, match="not the worker"):
+        parent.attach(1, str(other), 4000)
+    os.symlink(grown, tmp_path / "link")
+    with pytest.raises(OSError):
+        parent.attach(1, str(tmp_path / "link"), 8)
+    slot.close()
+    parent.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]  # the link only
+
+    def no_room(fd, offset, length):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ss.os, "posix_fallocate", no_room)
+    assert ss.SharedSlot().stage(np.zeros(10)) == (False, None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]
+    monkeypatch.setattr(ss, "_DIR", tmp_path / "missing")
+    assert ss.shared_dir() is None and ss.SharedSlot().stage(np.zeros(10)) == (False, None)
+
+
 def counting_worker(rank: int, size: int, comm, steps: int) -> int:
     """Reports its share's progress (rank r has r + 2 units a step), then meets the others."""
     for step in range(1, steps + 1):

@@ -37,9 +37,6 @@ A communicator is duck-typed: ``Allreduce(sendbuf, recvbuf, op=...)`` on NumPy a
 
 from __future__ import annotations
 
-import signal
-import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +46,15 @@ from blest.graph.core import Graph
 from blest.reference.centrality import SourceSums, as_sources, source_sums
 from blest.reference.treesum import Piece, TreeStack, canonical_pieces
 from blest.runtime.balance import assign_batches
+from blest.runtime.local_workers import (
+    SUM,
+    LocalComm,
+    WorkerError,
+    _check_count,
+    _reduce_buffers,
+    run_local_workers,
+    stop_workers,
+)
 from blest.runtime.mpi import abort_world, local_rank, mpi_world
 
 __all__ = [
@@ -71,17 +77,8 @@ __all__ = [
     "stop_workers",
 ]
 
-#: The summation op of the communicators defined here (MPI communicators use ``MPI.SUM``).
-SUM = "sum"
-
 
 # ---------------------------------------------------------------------------- partition
-def _check_count(name: str, value: int, low: int) -> int:
-    if isinstance(value, bool) or int(value) != value or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
 def batches(n_sources: int, kappa: int) -> list[range]:
     """Consecutive batches of ``kappa`` source positions (the last one may be shorter)."""
     n_sources = _check_count("n_sources", n_sources, 0)
@@ -265,15 +262,6 @@ def cpu_sums_worker(
     return reduce_sums(comm, srcs.size, positions, local)
 
 
-def _reduce_buffers(buffers: list[np.ndarray], op: Any) -> np.ndarray:
-    if op not in (SUM, None):
-        raise ValueError(f"unsupported reduction op {op!r}; only {SUM!r} is implemented")
-    total = buffers[0].copy()
-    for b in buffers[1:]:
-        total += b
-    return total
-
-
 class SerialComm:
     """A communicator of one rank: ``Allreduce`` copies."""
 
@@ -290,195 +278,3 @@ class SerialComm:
 
     def Allreduce(self, sendbuf: np.ndarray, recvbuf: np.ndarray, op: Any = SUM) -> None:
         recvbuf[...] = _reduce_buffers([np.asarray(sendbuf)], op)
-
-
-# ---------------------------------------------------------------------------- local workers
-class WorkerError(RuntimeError):
-    """A worker process failed; carries its rank and its traceback text.
-
-    Attributes
-    ----------
-    rank : int
-    remote_traceback : str
-        The traceback as the worker formatted it ("" when the worker died without one).
-    """
-
-    def __init__(self, rank: int, message: str, remote_traceback: str = ""):
-        self.rank = rank
-        self.remote_traceback = remote_traceback
-        text = f"worker {rank}: {message}"
-        if remote_traceback:
-            text += "\n\nTraceback in the worker:\n" + remote_traceback.rstrip()
-        super().__init__(text)
-
-
-class LocalComm:
-    """The communicator of a :func:`run_local_workers` worker: reductions go through the parent.
-
-    ``Allreduce`` sends the buffer over the worker's pipe; the parent sums the buffers of all
-    ranks in rank order and sends the total back to each.
-    """
-
-    SUM = SUM
-
-    def __init__(self, rank: int, size: int, conn: Any):
-        self.rank, self.size, self._conn = rank, size, conn
-        self.local_rank = rank  # every worker runs on this machine
-
-    def Get_rank(self) -> int:
-        return self.rank
-
-    def Get_size(self) -> int:
-        return self.size
-
-    def Allreduce(self, sendbuf: np.ndarray, recvbuf: np.ndarray, op: Any = SUM) -> None:
-        if op not in (SUM, None):
-            raise ValueError(f"unsupported reduction op {op!r}; only {SUM!r} is implemented")
-        self._conn.send(("allreduce", np.ascontiguousarray(sendbuf)))
-        recvbuf[...] = self._conn.recv()
-
-    def progress(self, done: int, total: int) -> None:
-        """Tell the parent this rank's progress (the parent adds up every rank's latest and
-        reports it to the caller's ``progress``); no answer is awaited."""
-        self._conn.send(("progress", (int(done), int(total))))
-
-
-def _worker_main(fn: Callable[..., Any], rank: int, size: int, conn: Any, args: tuple) -> None:
-    """Body of a worker process: run ``fn`` and report its result or its exception."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    try:
-        result = fn(rank, size, LocalComm(rank, size, conn), *args)
-        conn.send(("result", result))  # an unpicklable result is reported as an error
-    except BaseException as exc:
-        conn.send(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
-    finally:
-        conn.close()
-
-
-def stop_workers(procs: list[Any], finished: bool = False, grace: float = 0.5) -> None:
-    """Wait up to ``grace`` seconds for workers told to end (``finished``), then terminate
-    those still running, and kill those still there ``grace`` seconds later."""
-    if finished:
-        deadline = time.monotonic() + grace
-        for p in procs:
-            p.join(max(0.0, deadline - time.monotonic()))
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    deadline = time.monotonic() + grace
-    for p in procs:
-        p.join(max(0.0, deadline - time.monotonic()))
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-            p.join()
-
-
-def run_local_workers(
-    fn: Callable[..., Any],
-    n_workers: int,
-    *args: Any,
-    progress: Callable[[int, int], None] | None = None,
-) -> Any:
-    """Run ``fn(rank, size, comm, *args)`` in ``n_workers`` spawned processes.
-
-    ``fn`` must be a picklable top-level function, and every worker must make the same
-    sequence of ``comm.Allreduce`` calls. Returns rank 0's result (after an ``Allreduce``
-    every rank holds the same reduced arrays). Workers are not daemons, so they may start
-    processes of their own (a kernel compile pool); they never outlive this call. A worker's
-    ``comm.progress(done, total)`` reaches ``progress`` here, as the sums of every rank's
-    latest counts (from the time every rank has reported once).
-
-    Raises
-    ------
-    WorkerError
-        A worker raised (its traceback text is in the message) or died; the other workers
-        are stopped.
-    KeyboardInterrupt
-        After stopping every worker (SIGTERM, then SIGKILL 0.5 s later). Workers ignore
-        SIGINT, so a Ctrl-C sent to the whole process group is handled here only.
-    """
-    import multiprocessing as mp
-
-    size = _check_count("n_workers", n_workers, 1)
-    ctx = mp.get_context("spawn")
-    conns: list[Any] = []
-    procs: list[Any] = []
-    try:
-        for rank in range(size):
-            parent_end, child_end = ctx.Pipe()
-            conns.append(parent_end)
-            p = ctx.Process(
-                target=_worker_main,
-                args=(fn, rank, size, child_end, args),
-                name=f"blest-worker-{rank}",
-            )
-            p.start()  # a failure here (arguments that do not pickle) propagates as it is
-            procs.append(p)
-            child_end.close()
-        return _serve(conns, procs, progress)
-    finally:
-        stop_workers(procs)
-        for c in conns:
-            c.close()
-
-
-def _serve(
-    conns: list[Any], procs: list[Any], progress: Callable[[int, int], None] | None = None
-) -> Any:
-    """The parent's loop: answer reductions, pass progress on, collect results, surface
-    failures."""
-    from multiprocessing.connection import wait
-
-    size = len(conns)
-    counts = np.zeros((size, 2), dtype=np.int64)  # each rank's latest (done, total)
-    heard = np.zeros(size, dtype=bool)  # reported once every rank has: the total is whole
-    by_conn = {id(c): r for r, c in enumerate(conns)}
-    by_sentinel = {p.sentinel: r for r, p in enumerate(procs)}
-    pending: dict[int, np.ndarray] = {}
-    results: dict[int, Any] = {}
-    while len(results) < size:
-        todo = [r for r in range(size) if r not in results]
-        for ready in wait([conns[r] for r in todo] + [procs[r].sentinel for r in todo]):
-            if isinstance(ready, int):  # a process ended; fine once its last message is read
-                r = by_sentinel[ready]
-                if r not in results and not conns[r].poll():
-                    raise _died(r, procs[r])
-                continue
-            r = by_conn[id(ready)]
-            kind, payload = _receive(ready, r, procs[r])
-            if kind == "result":
-                results[r] = payload
-                continue
-            if kind == "progress":
-                counts[r], heard[r] = payload, True
-                if progress is not None and heard.all():
-                    done, total = counts.sum(axis=0).tolist()
-                    progress(done, total)
-                continue
-            if results:
-                raise WorkerError(r, "called Allreduce after another worker returned")
-            pending[r] = payload
-            if len(pending) == size:
-                total = _reduce_buffers([pending[q] for q in range(size)], SUM)
-                for q in range(size):
-                    conns[q].send(total)
-                pending.clear()
-    return results[0]
-
-
-def _died(rank: int, proc: Any) -> WorkerError:
-    proc.join(1.0)
-    return WorkerError(rank, f"exited with code {proc.exitcode} without a result")
-
-
-def _receive(conn: Any, rank: int, proc: Any) -> tuple[str, Any]:
-    """The next ("allreduce" | "progress" | "result", payload) message of a worker; raises its
-    failure."""
-    try:
-        kind, *payload = conn.recv()
-    except EOFError:
-        raise _died(rank, proc) from None
-    if kind == "error":
-        raise WorkerError(rank, payload[0], payload[1])
-    return kind, payload[0]
