@@ -111,7 +111,9 @@ def _worker_main(fn: Callable[..., Any], rank: int, size: int, conn: Any, args: 
     comm = LocalComm(rank, size, conn)
     try:
         result = fn(rank, size, comm, *args)
-        conn.send(("result", result))  # an unpicklable result is reported as an error
+        # Only rank 0's is returned: the others send None rather than pickle (after a
+        # reduction) the same arrays again. An unpicklable result is reported as an error.
+        conn.send(("result", result if rank == 0 else None))
     except BaseException as exc:
         conn.send(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
     finally:
