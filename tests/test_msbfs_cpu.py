@@ -281,3 +281,45 @@ def test_interrupt_stops_the_workers(rng, forced):
     with pytest.raises(KeyboardInterrupt):
         W.source_sums(graph, np.arange(graph.n), reverse=False, workers=2, progress=interrupt)
     assert not mp.active_children()
+
+
+FORK_SIGINT_SCRIPT = """
+import os, signal, sys
+import numpy as np
+from blest.datasets.generators import grid2d
+from blest.runtime import cpu_workers as W
+
+fired = []
+
+def ctrl_c_in_the_fork():  # a Ctrl-C that lands while the fork's own handlers run
+    if not fired:
+        fired.append(1)
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # Python code after the signal: its handler runs here
+            pass
+
+os.register_at_fork(after_in_parent=ctrl_c_in_the_fork)
+graph = grid2d(30, 30)
+try:
+    W.source_sums(graph, np.arange(graph.n), reverse=False, workers=2)
+except KeyboardInterrupt:
+    sys.exit(130)
+sys.exit(0)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="needs os.register_at_fork")
+def test_a_ctrl_c_during_the_workers_fork_is_not_lost(tmp_path):
+    """A SIGINT arriving while the fork's own handlers run is held and acted on after it: the
+    call stops with KeyboardInterrupt, and nothing is printed as an ignored exception."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "fork_sigint.py"
+    script.write_text(FORK_SIGINT_SCRIPT)
+    env = {**os.environ, "BLEST_CPU_JIT": "0", "BLEST_CPU_WORKERS": "2"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr

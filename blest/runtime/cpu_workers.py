@@ -43,6 +43,7 @@ from blest.reference.msbfs_cpu import (
 )
 from blest.runtime.arguments import Progress, host_memory_limit
 from blest.runtime.distributed import WorkerError, stop_workers
+from blest.signals import held_signals
 
 __all__ = ["JIT_ENV", "WORKERS_ENV", "bfs_many", "cpu_workers", "source_sums", "use_jit"]
 
@@ -230,9 +231,12 @@ def _run(
                 name=f"blest-cpu-{rank}",
                 daemon=True,
             )
-            proc.start()
+            # Stop signals are held over the fork: a Ctrl-C there would otherwise raise in
+            # the fork's own handlers (parent or child), where it is printed and lost.
+            with held_signals():
+                proc.start()
+                procs.append(proc)
             child_end.close()
-            procs.append(proc)
             conns.append(parent_end)
         _deal(count, collect, procs, conns, slots, in_flight)
         finished = True
