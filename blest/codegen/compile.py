@@ -29,6 +29,7 @@ from blest.codegen import cache as _cache
 from blest.codegen import toolchain
 from blest.defaults import DEFAULT_ARCH
 from blest.errors import ArgumentError, CompileError
+from blest.signals import held_signals
 
 __all__ = [
     "arch_number",
@@ -335,7 +336,10 @@ def compile_many(
         initargs=(signal.SIGINT, signal.SIG_IGN),
     )
     try:
-        with warnings.catch_warnings():  # Python >= 3.12 warns on fork if CUDA threads exist
+        # Stop signals are held while the submissions fork the workers: a Ctrl-C inside a
+        # fork's own handlers would be printed and lost. Python >= 3.12 warns on fork if CUDA
+        # threads exist.
+        with warnings.catch_warnings(), held_signals():
             warnings.filterwarnings("ignore", r".*fork\(\) may lead", DeprecationWarning)
             futures = {
                 pool.submit(
