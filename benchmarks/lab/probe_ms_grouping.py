@@ -88,21 +88,29 @@ def _top(neighbours: np.ndarray, deg: np.ndarray) -> int:
     return int(neighbours[np.argmax(deg[neighbours])])
 
 
-def orders(graph, rng) -> dict[str, np.ndarray]:
+def grouped(graph, ids: np.ndarray, how: str) -> np.ndarray:
+    """``ids`` (vertices of ``graph`` of degree >= 1) in the order ``how`` names: "internal"
+    (as given), "degree", "hub" or "ring" (see the module docstring)."""
+    if how == "internal":
+        return ids
     deg = np.diff(graph.out_ptr)
-    cand = np.flatnonzero(deg >= 2)
     ptr, idx = graph.out_ptr, graph.out_idx
-    hub = np.array(
-        [idx[ptr[v] : ptr[v + 1]][np.argmax(deg[idx[ptr[v] : ptr[v + 1]]])] for v in cand]
-    )
-    ring = bfs_levels(graph, int(np.argmax(deg)))[cand]
-    return {
-        "internal": cand,
-        "random": rng.permutation(cand),
-        "degree": cand[np.lexsort((cand, -deg[cand]))],
-        "hub": cand[np.lexsort((-deg[cand], hub))],
-        "ring": cand[np.lexsort((hub, ring))],
-    }
+    if how == "degree":
+        return ids[np.lexsort((ids, -deg[ids]))]
+    hub = np.array([_top(idx[ptr[v] : ptr[v + 1]], deg) for v in ids.tolist()])
+    if how == "hub":
+        return ids[np.lexsort((-deg[ids], hub))]
+    if how == "ring":
+        ring = bfs_levels(graph, int(np.argmax(deg)))[ids]
+        return ids[np.lexsort((hub, ring))]
+    raise ValueError(f"unknown order {how!r}")
+
+
+def orders(graph, rng) -> dict[str, np.ndarray]:
+    cand = np.flatnonzero(np.diff(graph.out_ptr) >= 2)
+    out = {how: grouped(graph, cand, how) for how in ("internal", "degree", "hub", "ring")}
+    out["random"] = rng.permutation(cand)
+    return out
 
 
 def main() -> None:

@@ -2,6 +2,8 @@
 
     python3 benchmarks/lab/probe_ms_layout.py --graphs kron-21 urand-20 --sources 16384 \\
         --specs grid:shuffle:128:chunk grid:shuffle:128:vertex grid:shuffle:512:vertex
+    python3 benchmarks/lab/probe_ms_layout.py --graphs kron-21 --specs grid:shuffle:256:vertex \\
+        --orders internal hub ring   # the same sources, grouped (probe_ms_grouping.py)
 
 For each graph (its default ordering, sigma 8, prepared on the GPU): per spec, one warm run of
 the sums over ``--sources`` seeded sources (runs of consecutive internal ids among the
@@ -24,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_msbfs import SS_SPECS, Prepare, whole_call_us  # noqa: E402
+from lab.probe_ms_grouping import grouped  # noqa: E402
 
 from blest.codegen.msspec import MSSpec  # noqa: E402
 from blest.defaults import DEFAULT_BLOCK_SIZE, DEFAULT_ETA, DEFAULT_SIGMA  # noqa: E402
@@ -33,21 +36,26 @@ from blest.tuning.ms_search import sample_sources  # noqa: E402
 from blest.tuning.timing import timing_sources  # noqa: E402
 
 
-def probe(name: str, specs: list[MSSpec], k: int, eta: float, block: int) -> list[dict]:
+def probe(
+    name: str, specs: list[MSSpec], k: int, eta: float, block: int, orders: list[str]
+) -> list[dict]:
     cp = __import__("cupy")
     p = Prepare(name)
     prep, g = p(DEFAULT_SIGMA), p.graph
     old_of_new = np.asarray(prep.permutation.old_of_new)
     degree = np.asarray(g.out_degree) + np.asarray(g.in_degree)
     pool = np.flatnonzero(degree[old_of_new] > 0)  # internal ids of non-isolated vertices
-    internal = pool[sample_sources(pool.size, k)].astype(np.int32)
-    want = source_sums(g, old_of_new[internal[:64]], reverse=g.directed)
+    sampled = pool[sample_sources(pool.size, k)].astype(np.int32)
     ss = timing_sources(g, 64)
     single = min(whole_call_us(prep, s, DEFAULT_ETA, ss) for s in SS_SPECS[DEFAULT_SIGMA])
     print(f"{name}: n={g.n:,} arcs={g.nnz:,}; single-source whole call {single:.1f} us", flush=True)
     rows = []
-    for spec in specs:
-        row = {"graph": name, "spec": spec.name, "sources": int(internal.size), "eta": eta}
+    for how, spec in [(how, spec) for how in orders for spec in specs]:
+        new_of_old = np.asarray(prep.permutation.new_of_old)  # grouped in the user's graph
+        internal = new_of_old[grouped(g, old_of_new[sampled], how)].astype(np.int32)
+        want = source_sums(g, old_of_new[internal[:64]], reverse=g.directed)
+        row = {"graph": name, "spec": spec.name, "order": how, "sources": int(internal.size)}
+        row["eta"] = eta
         try:
             runner = MSRunner(prep, spec, eta=eta, block_size=block)
             got = runner.source_sums(internal[:64])
@@ -59,7 +67,7 @@ def probe(name: str, specs: list[MSSpec], k: int, eta: float, block: int) -> lis
             us = (time.perf_counter() - t0) / internal.size * 1e6
             runner.close()
             row.update(us_per_source=us, single_us=single, ratio=single / us, ok=bool(ok))
-            print(f"  {spec.name:<28} {us:9.2f} us/source  {single / us:5.2f}x single  "
+            print(f"  {spec.name:<28} {how:<9} {us:9.2f} us/source  {single / us:5.2f}x single  "
                   f"{'ok' if ok else 'WRONG'}", flush=True)  # fmt: skip
         except Exception as exc:  # a spec that cannot run here is reported, not fatal
             row["error"] = f"{type(exc).__name__}: {exc}"[:200]
@@ -75,6 +83,9 @@ def main() -> int:
     ap.add_argument("--specs", nargs="+", required=True, help="FORM:EXPAND:KAPPA:LAYOUT")
     ap.add_argument("--eta", type=float, default=DEFAULT_ETA)
     ap.add_argument("--block", type=int, default=DEFAULT_BLOCK_SIZE)
+    ap.add_argument("--orders", nargs="+", default=["internal"],
+                    help="source orders within the sample: internal, degree, hub, ring "
+                    "(benchmarks/lab/probe_ms_grouping.py)")  # fmt: skip
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     specs = []
@@ -83,7 +94,7 @@ def main() -> int:
         specs.append(MSSpec(DEFAULT_SIGMA, int(kappa), form, expand, layout))
     rows = []
     for name in args.graphs:
-        rows += probe(name, specs, args.sources, args.eta, args.block)
+        rows += probe(name, specs, args.sources, args.eta, args.block, args.orders)
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=1))
     return 0
