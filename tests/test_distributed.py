@@ -268,14 +268,15 @@ def test_shared_slots_in_one_process(tmp_path, monkeypatch):
         parent.attach(1, str(tmp_path / "link"), 8)
     slot.close()
     parent.close()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]  # the link only
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["link", "planted"]  # the refused ones stay; the slot's files are gone
 
     def no_room(fd, offset, length):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(ss.os, "posix_fallocate", no_room)
     assert ss.SharedSlot().stage(np.zeros(10)) == (False, None)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
     monkeypatch.setattr(ss, "_DIR", tmp_path / "missing")
     assert ss.shared_dir() is None and ss.SharedSlot().stage(np.zeros(10)) == (False, None)
 

@@ -86,13 +86,16 @@ class SharedSlot:
         return path
 
     def result(self, out: np.ndarray) -> None:
-        """Copy the total the parent wrote into the slot to ``out`` (as many bytes as it has)."""
+        """Copy the total the parent wrote into the slot to ``out`` (as many bytes as it has).
+        The parent has mapped and unlinked the file by now: its name is no longer ours."""
         assert self._map is not None
+        self._path = None
         flat = np.frombuffer(self._map, out.dtype, out.size).reshape(out.shape)
         out[...] = flat
 
     def close(self) -> None:
-        """Unmap the file (the parent unlinked it; unlink it too in case it had not yet)."""
+        """Unmap the file, and unlink it if the parent never took it (a run that stopped
+        between the two)."""
         if self._path is not None:
             try:
                 os.unlink(self._path)
@@ -112,19 +115,21 @@ class SharedSums:
 
     def attach(self, rank: int, path: str, nbytes: int) -> None:
         """Map rank ``rank``'s new file (a regular file of ours of at least ``nbytes`` bytes,
-        opened without following a link) and unlink it."""
+        opened without following a link), then unlink it; anything else is refused and left
+        where it is."""
         fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_size < nbytes:
                 raise OSError(f"{path} is not the worker's shared buffer")
-            old = self._maps.pop(rank, None)
-            if old is not None:
-                old.close()
-            self._maps[rank] = mmap.mmap(fd, st.st_size)
+            mapped = mmap.mmap(fd, st.st_size)
         finally:
             os.close(fd)
-            os.unlink(path)
+        old = self._maps.pop(rank, None)
+        if old is not None:
+            old.close()
+        self._maps[rank] = mapped
+        os.unlink(path)
 
     def view(self, rank: int, dtype: np.dtype, count: int) -> np.ndarray:
         """Rank ``rank``'s buffer: ``count`` values of ``dtype`` (a view of its file)."""
