@@ -250,3 +250,25 @@ def test_ranks_fail_alike_on_a_refused_checkpoint(tmp_path, graph):
 
     out = run_ranks(2, work)
     assert out[0] == out[1] and "for other sums" in out[0]
+
+
+def test_the_command_refuses_a_checkpoint_it_could_not_resume(tmp_path, graph, capsys):
+    """Before any work: -k without --seed, a --checkpoint that is the output or the input."""
+    from blest.cli import main
+    from blest.datasets import write_mtx
+
+    g, out = tmp_path / "g.mtx", tmp_path / "b.npy"
+    write_mtx(graph, g)
+    bad = [
+        (["-k", "5", "--checkpoint", str(tmp_path / "ck")], "needs --seed"),
+        (["--checkpoint", str(out)], "is the --out file"),
+        (["--checkpoint", str(g)], "input graph"),
+    ]
+    for extra, message in bad:
+        assert main(["betweenness", str(g), "-o", str(out), *extra]) == 2
+        assert message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.mtx"]
+    assert main(["betweenness", str(g), "-o", str(out), "-k", "5", "--seed", "3",
+                 "--checkpoint", str(tmp_path / "ck")]) == 0  # fmt: skip
+    want = blest.betweenness(graph, k=5, seed=3)
+    assert np.load(out).tobytes() == want.tobytes() and blocks(tmp_path / "ck")
