@@ -8,18 +8,14 @@ the CPU. Skipped cleanly without a GPU."""
 from __future__ import annotations
 
 import functools
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 from gpu_util import requires_gpu, seeded_zoo
-from mpi_launch import mpi_launcher, needs_mpi
+from mpi_launch import mpi_run, needs_mpi
 from test_bc_kernels_cpu import complete_grid, star
 from test_betweenness import Picks
-from test_multi_gpu import REPO
 from test_paths import diamonds
 
 import blest
@@ -216,11 +212,7 @@ def test_mpirun_ranks_match_one_gpu(zoo, tmp_path):
     np.savez(data, src=src, dst=graph.out_idx, n=graph.n)
     script = tmp_path / "run.py"
     script.write_text(textwrap.dedent(MPI_SCRIPT))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    cmd = [mpi_launcher(), "-n", "2", sys.executable, str(script), str(data), str(tmp_path / "s")]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    mpi_run(script, data, tmp_path / "s")
     one = blest.betweenness(blest.Graph.from_arcs(src, graph.out_idx, graph.n, directed=True),
                             device=0)  # fmt: skip
     assert np.load(tmp_path / "s.npy").tobytes() == one.tobytes()

@@ -6,21 +6,17 @@ betweenness the same way, from the CPU's blocks and the GPU's."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 from gpu_util import requires_gpu, seeded_zoo
-from mpi_launch import mpi_launcher, needs_mpi
+from mpi_launch import mpi_run, needs_mpi
 
 import blest
 from blest import checkpoint as ck
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
-REPO = Path(__file__).resolve().parents[1]
 NAMES = ("directed", "road_deep", "disconnected", "power_law")
 
 
@@ -144,11 +140,6 @@ def test_mpirun_ranks_resume(zoo, tmp_path):
     np.savez(data, src=src, dst=graph.out_idx, n=graph.n, sources=sources)
     script = tmp_path / "run.py"
     script.write_text(textwrap.dedent(MPI_SCRIPT))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    cmd = [mpi_launcher(), "-n", "2", sys.executable, str(script), str(data)]
-    cmd += [str(tmp_path / "s"), str(path)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    mpi_run(script, data, tmp_path / "s", path)
     one = blest.closeness(graph, sources, device=0)
     assert np.load(tmp_path / "s.npy").tobytes() == one.tobytes()

@@ -4,21 +4,16 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 from gpu_util import requires_gpu
-from mpi_launch import mpi_launcher, needs_mpi
+from mpi_launch import mpi_run, needs_mpi
 
 from blest.datasets.classes import graph_zoo
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +64,7 @@ def test_mpirun_ranks_on_gpus_match_one_gpu(graphs, tmp_path):
     np.savez(data, src=src, dst=graph.out_idx, n=graph.n, sources=sources)
     script = tmp_path / "run.py"
     script.write_text(textwrap.dedent(MPI_SCRIPT))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    cmd = [mpi_launcher(), "-n", "2", sys.executable, str(script), str(data), str(tmp_path / "s")]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    mpi_run(script, data, tmp_path / "s")
     one = blest.closeness(
         blest.Graph.from_arcs(src, graph.out_idx, graph.n, directed=True), sources, device=0
     )
