@@ -140,6 +140,11 @@ class SharedSums:
         np.frombuffer(self._maps[rank], total.dtype, total.size)[...] = total.ravel()
 
     def close(self) -> None:
+        """Unmap every rank's file (one still viewed, from a failure's traceback say, is left
+        to the garbage collector rather than hide that failure)."""
         for m in self._maps.values():
-            m.close()
+            try:
+                m.close()
+            except BufferError:
+                pass
         self._maps.clear()
