@@ -125,19 +125,22 @@ def stop_workers(procs: list[Any], finished: bool = False, grace: float = 0.5) -
     """Wait up to ``grace`` seconds for workers told to end (``finished``), then terminate
     those still running, and kill those still there ``grace`` seconds later."""
     if finished:
-        deadline = time.monotonic() + grace
-        for p in procs:
-            p.join(max(0.0, deadline - time.monotonic()))
+        _join_within(procs, grace)
     for p in procs:
         if p.is_alive():
             p.terminate()
-    deadline = time.monotonic() + grace
-    for p in procs:
-        p.join(max(0.0, deadline - time.monotonic()))
+    _join_within(procs, grace)
     for p in procs:
         if p.is_alive():
             p.kill()
             p.join()
+
+
+def _join_within(procs: list[Any], grace: float) -> None:
+    """Join each of ``procs``, all within ``grace`` seconds from now."""
+    deadline = time.monotonic() + grace
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
 
 
 def run_local_workers(
