@@ -32,8 +32,9 @@ LEVEL_FORMATS = {".npy": "npy", ".txt": "txt", ".csv": "csv"}
 
 
 def check_levels_output(path: str | None) -> str | None:
-    """The format of ``--out PATH`` (None without one); :class:`ArgumentError` naming the
-    path when it cannot be written or its extension is unknown."""
+    """The format of ``--out PATH``, levels or scores (None without one);
+    :class:`ArgumentError` naming the path when it cannot be written or its extension is
+    unknown."""
     if path is None:
         return None
     if path == "-":
@@ -43,7 +44,7 @@ def check_levels_output(path: str | None) -> str | None:
     if suffix not in LEVEL_FORMATS:
         known = ", ".join(LEVEL_FORMATS)
         raise ArgumentError(
-            f"cannot write levels to {path}: unknown extension {suffix or '(none)'} "
+            f"cannot write {path}: unknown extension {suffix or '(none)'} "
             f"(use {known}, or - for standard output)"
         )
     return LEVEL_FORMATS[suffix]
