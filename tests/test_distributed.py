@@ -590,3 +590,38 @@ def test_the_cli_aborts_the_job_when_a_rank_fails(monkeypatch, tmp_path, capsys)
     status = main(["closeness", str(tmp_path / "missing.mtx"), "-o", str(tmp_path / "c.npy")])
     assert status != 0 and world.aborted == [status]
     assert "error" in capsys.readouterr().err
+
+
+def staging_worker(rank: int, size: int, comm, nbytes: int) -> None:
+    """Stages a large buffer, says so, and waits for a total that never comes."""
+    comm.Allreduce(np.ones(nbytes // 8), np.empty(nbytes // 8), op=comm.SUM)
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm")
+def test_a_worker_stopped_mid_reduction_leaves_no_shared_file():
+    """The parent stops a worker (SIGTERM) after it staged its buffer in shared memory but
+    before the parent took the file: the worker unlinks it on the way out."""
+    import multiprocessing as mp
+
+    from blest.runtime.local_workers import _worker_main
+    from blest.runtime.shared_sums import SHARED_MIN_BYTES
+
+    ctx = mp.get_context("spawn")
+    parent_end, child_end = ctx.Pipe()
+    proc = ctx.Process(
+        target=_worker_main, args=(staging_worker, 0, 2, child_end, (2 * SHARED_MIN_BYTES,))
+    )
+    proc.start()
+    child_end.close()
+    try:
+        assert parent_end.poll(60)
+        kind, (path, _, _) = parent_end.recv()
+        assert kind == "shared" and Path(path).exists()
+        proc.terminate()
+        proc.join(10)
+        assert proc.exitcode is not None
+        assert not Path(path).exists()
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        parent_end.close()

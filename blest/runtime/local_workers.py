@@ -105,9 +105,16 @@ class LocalComm:
         self._conn.send(("progress", (int(done), int(total))))
 
 
+def _exit_on_term(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def _worker_main(fn: Callable[..., Any], rank: int, size: int, conn: Any, args: tuple) -> None:
     """Body of a worker process: run ``fn`` and report its result or its exception."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # The parent stops a worker with SIGTERM: exit through ``finally``, so that a shared file
+    # the parent has not taken yet is unlinked (the default action would leave it behind).
+    signal.signal(signal.SIGTERM, _exit_on_term)
     comm = LocalComm(rank, size, conn)
     try:
         result = fn(rank, size, comm, *args)
