@@ -7,12 +7,14 @@ around a JIT compile, where an exception raised inside a native callback would b
 lost, and around a publication and the clean-up that belongs to it. Only signals handled in
 Python are held: ignored ones stay ignored (``nohup``, background jobs of a script), and those
 at their default action still end the process at once. Outside the main thread the block runs
-unchanged: Python runs signal handlers in the main thread only.
+unchanged: Python runs signal handlers in the main thread only. A process forked within the
+block (a worker pool's) does not hold them: there a stop signal takes its default action.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -35,7 +37,13 @@ def held_signals() -> Iterator[list[int]]:
         yield held
         return
 
+    holder = os.getpid()
+
     def record(signum: int, _frame: object) -> None:
+        if os.getpid() != holder:  # a process forked within the block: the signal is its own
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         held.append(signum)
 
     previous = {}

@@ -182,6 +182,24 @@ def test_held_signals_leave_ignored_and_default_ones_alone():
         signal.signal(signal.SIGINT, old)
 
 
+def test_a_process_forked_while_signals_are_held_still_stops():
+    """A worker forked within the block (a compile pool's) inherits the recording handler; a
+    SIGTERM sent to it must still end it, not be recorded in a list nobody reads."""
+    old = signal.signal(signal.SIGTERM, lambda *_: None)  # a Python handler: held in the block
+    try:
+        with held_signals() as held:
+            pid = os.fork()
+            if pid == 0:  # the child
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+                os._exit(0)
+            _, status = os.waitpid(pid, 0)
+        assert held == []
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def test_a_command_line_keeps_an_ignored_sigint_ignored():
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
