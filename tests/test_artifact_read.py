@@ -132,6 +132,23 @@ def test_npz_buffer_checks_crc_unless_verified():
         assert int(np.count_nonzero(members.read("a") != np.arange(100))) == 1
 
 
+def test_npz_buffer_refuses_a_directory_that_points_before_the_archive():
+    """An end record that overstates where the central directory starts makes zipfile place
+    the members before the file's start (a negative offset); a copy of the member planted in
+    the archive's comment, where a negative index would wrap to, must not be read."""
+    raw = bytes(_archive({"a": np.arange(7, dtype=np.int32)}))
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        info = z.getinfo("a.npy")
+    name_len, extra_len = struct.unpack_from("<HH", raw, 26)
+    member = raw[: 30 + name_len + extra_len + info.compress_size]  # local header and data
+    end = bytearray(raw[-22:])  # the end record, no comment
+    offset_cd, _ = struct.unpack_from("<IH", end, 16)
+    struct.pack_into("<IH", end, 16, offset_cd + len(member), len(member))
+    data = memoryview(bytearray(raw[:-22] + bytes(end) + member))
+    with NpzBuffer(data) as members, pytest.raises(MemberError, match="no local header"):
+        members.read("a")
+
+
 def test_one_flipped_byte_anywhere_is_refused_by_the_hash(tmp_path, rng):
     config, artifact = _pair(tmp_path, make_power_law(rng, 300))
     original = artifact.read_bytes()

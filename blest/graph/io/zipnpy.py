@@ -187,7 +187,7 @@ class NpzBuffer(NpzMembers):
         """Where the stored member's bytes lie, ``(begin, end)``, after checking its local
         header as zipfile does, and that it ends within the buffer."""
         name, start = info.filename, info.header_offset
-        fixed = bytes(self._data[start : start + _LOCAL_HEADER])
+        fixed = bytes(self._data[start : start + _LOCAL_HEADER]) if start >= 0 else b""
         if len(fixed) < _LOCAL_HEADER or fixed[:4] != _LOCAL_MAGIC:
             raise MemberError(f"{name}: no local header where the directory says")
         name_len, extra_len = struct.unpack_from("<HH", fixed, _NAME_LENGTHS_AT)
