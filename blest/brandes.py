@@ -152,7 +152,8 @@ def _run(target: Any, options: dict, directed: Any, device: Any, gpus: Any, prog
         return _share(0, 1, None, target, directed, options, progress, device)
     from blest.runtime.distributed import run_local_workers
 
-    return run_local_workers(_worker, workers, target, directed, options)
+    report = progress is not None
+    return run_local_workers(_worker, workers, target, directed, options, report, progress=progress)
 
 
 def _fresh_seed() -> int:
@@ -184,9 +185,12 @@ def _share(
     options: dict,
     progress: Progress | None,
     device: Any,
+    per_rank: bool = False,
 ) -> Any:
     """This process's range of sources, run batch by batch, reduced over the tree; the
-    scores. ``device`` None in a worker or an MPI rank: the rank's own GPU."""
+    scores. ``device`` None in a worker or an MPI rank: the rank's own GPU. ``progress`` is
+    rank 0's, scaled to the whole job, unless ``per_rank`` (local workers: every rank reports
+    its own share, and the parent adds them up)."""
     from blest.checkpoint import nodes
 
     if size > 1:
@@ -200,12 +204,11 @@ def _share(
         make = getattr(eng, "betweenness_runner", None)
         kind = {"edges": edges, "endpoints": endpoints and not edges}
         runner = make(**kind) if make is not None else CPURunner(graph, **kind)
-        report = progress if rank == 0 else None
         if options["checkpoint"] is None:
-            summed = _in_ranges(runner, plan.sources, rank, size, comm, report)
+            summed = _in_ranges(runner, plan.sources, rank, size, comm, progress, per_rank)
         else:
             what = nodes.what_is_summed(edges, kind["endpoints"])
-            at = options["checkpoint"], graph, what, rank, size, comm, report
+            at = options["checkpoint"], graph, what, rank, size, comm, progress, per_rank
             summed = nodes.run(runner, plan.sources, *at)
     return finish(
         graph, summed, plan, normalized=options["normalized"], endpoints=endpoints, edges=edges
@@ -213,19 +216,31 @@ def _share(
 
 
 def _in_ranges(
-    runner: Any, sources: np.ndarray, rank: int, size: int, comm: Any, report: Any
+    runner: Any,
+    sources: np.ndarray,
+    rank: int,
+    size: int,
+    comm: Any,
+    progress: Any,
+    per_rank: bool,
 ) -> np.ndarray:
     """The root of the tree over ``sources``: this process's contiguous range run batch by
     batch, then every range's pieces reduced."""
-    from blest.runtime.distributed import contiguous_ranges, reduce_tree
+    from blest.runtime.distributed import contiguous_ranges, job_progress, reduce_tree
 
     total, length = sources.size, runner.length
     ranges = contiguous_ranges(total, RANK_ALIGN, size)
-    pieces = run_range(runner, sources, *ranges[rank], report)
+    lo, hi = ranges[rank]
+    job = job_progress(progress, rank, total, 0, hi - lo, per_rank)
+    pieces = run_range(runner, sources, lo, hi, None if job is None else job.within(0))
     if size > 1:
         return reduce_tree(comm, ranges, rank, pieces, length)
     return combine(pieces, total) if pieces else np.zeros(length)
 
 
-def _worker(rank: int, size: int, comm: Any, target: Any, directed: Any, options: dict) -> Any:
-    return _share(rank, size, comm, target, directed, options, None, None)
+def _worker(
+    rank: int, size: int, comm: Any, target: Any, directed: Any, options: dict, report: bool
+) -> Any:
+    """A local worker's share; with ``report``, its progress goes to the parent."""
+    progress = comm.progress if report else None
+    return _share(rank, size, comm, target, directed, options, progress, None, True)

@@ -278,7 +278,7 @@ def _share(
     ``per_rank`` (local workers: every rank reports its own share, and the parent adds them
     up)."""
     from blest.runtime.balance import share
-    from blest.runtime.distributed import JobProgress, reduce_sums
+    from blest.runtime.distributed import job_progress, reduce_sums
 
     if device is None and size > 1:
         device = _device_of(rank, comm)
@@ -291,15 +291,15 @@ def _share(
         if checkpoint is not None:
             from blest.checkpoint import run
 
-            local = run(eng, bfs, checkpoint, kappa, rank, size, comm, progress, pendant)
+            at = checkpoint, kappa, rank, size, comm, progress, pendant, per_rank
+            local = run(eng, bfs, *at)
             return plan.expand(local), n, line
         if size == 1:
             return plan.expand(eng.source_sums(bfs, progress=progress, pendant=pendant)), n, line
         every = np.arange(bfs.size, dtype=np.int64)
         positions = share(eng.graph, eng.permutation.new_of_old, bfs, every, kappa, rank, size)
-        report = progress if per_rank else None
-        if rank == 0 and progress is not None and not per_rank:
-            report = JobProgress(progress, bfs.size, 0, positions.size).within(0)
+        job = job_progress(progress, rank, bfs.size, 0, positions.size, per_rank)
+        report = None if job is None else job.within(0)
         local = eng.source_sums(bfs[positions], progress=report, pendant=pendant)
     return plan.expand(reduce_sums(comm, bfs.size, positions, local)), n, line
 

@@ -315,6 +315,45 @@ def test_closeness_on_local_workers_shows_progress(rng):
     assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:], strict=False))
 
 
+def _progress_reaches_the_end(seen: list, at_least: int) -> None:
+    """The caller's progress went forward and ended with every source done."""
+    assert seen and seen[-1][0] == seen[-1][1] >= at_least
+    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:], strict=False))
+
+
+@pytest.mark.parametrize("what", ["closeness", "betweenness"])
+def test_scores_on_local_workers_with_a_checkpoint_show_progress(what, rng, tmp_path):
+    """``gpus=2`` with a checkpoint, and betweenness with or without one: every rank reports
+    its own share, so the parent (which adds them up once each has reported) passes progress
+    on; the scores are those of one process."""
+    import blest
+    import blest.centrality as bc
+    from blest.graph.reductions import plan_sources
+
+    graph = make_power_law(rng, 300)
+    score = bc.closeness if what == "closeness" else blest.betweenness
+    want = score(graph).tobytes()
+    runs = [{"checkpoint": tmp_path / "ck"}] + ([{}] if what == "betweenness" else [])
+    for kw in runs:
+        seen: list[tuple[int, int]] = []
+        got = score(graph, gpus=2, progress=lambda *a, seen=seen: seen.append(a), **kw)
+        assert got.tobytes() == want, kw
+        count = plan_sources(graph, np.arange(graph.n)).bfs.size if what == "closeness" else 1
+        _progress_reaches_the_end(seen, min(count, graph.n))
+
+
+def test_closeness_on_more_workers_than_batches_shows_progress(rng):
+    """A worker whose share is empty still reports (nothing of its own to do), so the others'
+    progress reaches the caller."""
+    import blest.centrality as bc
+
+    graph = make_power_law(rng, 40)  # one batch: the other workers get no source
+    seen: list[tuple[int, int]] = []
+    got = bc.closeness(graph, gpus=3, progress=lambda *a: seen.append(a))
+    assert got.tobytes() == bc.closeness(graph).tobytes()
+    _progress_reaches_the_end(seen, 1)
+
+
 def test_worker_exception_surfaces_in_parent():
     t0 = time.monotonic()
     with pytest.raises(WorkerError) as info:

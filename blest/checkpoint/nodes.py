@@ -27,7 +27,7 @@ import numpy as np
 from blest.checkpoint.store import Store, block_count, resume
 from blest.reference.betweenness import BatchRunner, run_range
 from blest.reference.treesum import Piece, PieceSet, aligned_blocks, combine
-from blest.runtime.distributed import JobProgress, reduce_pieces
+from blest.runtime.distributed import job_progress, reduce_pieces
 
 __all__ = ["TreeCheckpoint", "block_width", "run", "what_is_summed"]
 
@@ -158,11 +158,14 @@ def run(
     size: int = 1,
     comm: Any = None,
     progress: Any = None,
+    per_rank: bool = False,
 ) -> np.ndarray:
     """The root of the tree over ``sources`` (the sum of their dependencies) on every rank,
     through the checkpoint at ``path``: rank 0 reads the finished nodes, the missing positions
     are cut into blocks and dealt to the ranks, and each block is published as soon as it is
-    done. ``progress(done, total)`` (rank 0) counts the resumed sources as done."""
+    done. ``progress(done, total)`` (rank 0) counts the resumed sources as done; with
+    ``per_rank`` every rank reports its own share
+    (:func:`~blest.runtime.distributed.job_progress`)."""
     store = TreeCheckpoint(path, graph, sources, what, runner.length)
     total = int(store.sources.size)
 
@@ -176,10 +179,7 @@ def run(
     finished, done = resume(store, rank, size, comm, read, PieceSet())
     mine = deal(missing_blocks(done, block_width(runner.width)), rank, size)
     own = sum(1 << j for j, _ in mine)
-    report = None
-    if rank == 0 and progress is not None:
-        report = JobProgress(progress, total, int(done.sum()), own)
-        report(0)
+    report = job_progress(progress, rank, total, int(done.sum()), own, per_rank)
     held, ran = finished, 0
     for j, i in mine:
         lo = i << j

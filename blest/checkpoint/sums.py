@@ -26,7 +26,7 @@ import numpy as np
 from blest.checkpoint.store import Store, block_count, resume
 from blest.reference.centrality import SourceSums
 from blest.runtime.balance import share
-from blest.runtime.distributed import JobProgress, reduce_sums
+from blest.runtime.distributed import job_progress, reduce_sums
 
 __all__ = ["Checkpoint", "Finished", "block_sources", "run"]
 
@@ -157,13 +157,15 @@ def run(
     comm: Any = None,
     progress: Any = None,
     pendant: bool = False,
+    per_rank: bool = False,
 ) -> SourceSums:
     """The sums of every vertex of ``users`` (the list to BFS, in the caller's order), on
     every rank, through the checkpoint at ``path``: the finished blocks are read (rank 0), the
     other positions shared by predicted cost (:func:`blest.runtime.balance.share`) and run a
     block at a time, each block published as soon as it is done. ``progress(done, total)``
     (rank 0) counts the resumed sources as done. ``pendant``: with the pendant harmonic sums
-    (the checkpoint says so in its manifest)."""
+    (the checkpoint says so in its manifest). ``per_rank``: every rank reports its own share
+    (:func:`~blest.runtime.distributed.job_progress`)."""
     store = Checkpoint(path, engine.graph, users, pendant)
     total = int(store.users.size)
     empty = Finished(np.zeros(0, np.int64), SourceSums.zeros(0, pendant=pendant))
@@ -178,10 +180,7 @@ def run(
     todo = np.flatnonzero(~done)
     new_of_old = engine.permutation.new_of_old
     mine = share(engine.graph, new_of_old, store.users, todo, kappa, rank, size)
-    report = None
-    if rank == 0 and progress is not None:
-        report = JobProgress(progress, total, total - todo.size, mine.size)
-        report(0)
+    report = job_progress(progress, rank, total, total - todo.size, mine.size, per_rank)
     step, parts = block_sources(kappa), []
     for at in range(0, mine.size, step):
         block = mine[at : at + step]

@@ -67,6 +67,7 @@ __all__ = [
     "batches",
     "contiguous_ranges",
     "cpu_sums_worker",
+    "job_progress",
     "local_rank",
     "mpi_world",
     "partition",
@@ -127,6 +128,29 @@ class JobProgress:
 
     def within(self, base: int) -> Callable[[int, int], None]:
         return lambda done, _total: self(base + done)
+
+
+def job_progress(
+    progress: Callable[[int, int], None] | None,
+    rank: int,
+    total: int,
+    resumed: int,
+    own: int,
+    per_rank: bool = False,
+) -> JobProgress | None:
+    """The progress this rank reports, already called once with nothing of its own done; None
+    where it reports nothing. Rank 0 reports the job (``total`` sources, ``resumed`` of them
+    done before, the rest extrapolated from its ``own``). With ``per_rank`` (local workers,
+    whose parent adds up every rank's latest counts) each rank reports its own share exactly:
+    the resumed sources on rank 0, which read them, and its ``own``."""
+    if progress is None or (rank != 0 and not per_rank):
+        return None
+    if per_rank:
+        resumed = resumed if rank == 0 else 0
+        total = resumed + own
+    report = JobProgress(progress, total, resumed, own)
+    report(0)
+    return report
 
 
 # ---------------------------------------------------------------------------- reduction
