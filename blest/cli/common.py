@@ -364,11 +364,10 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
     """Parse ``argv`` and run the chosen command under the error and signal policy. Under
     ``mpirun`` a rank that fails ends every rank with its exit status (MPI_Abort) once it has
     said why: the others would wait for it."""
-    status = _run_policy(parser, argv)
-    if status and "mpi4py.MPI" in sys.modules:  # a command that ran under MPI
-        from blest.runtime.mpi import abort_world
+    from blest.runtime.mpi import abort_world
 
-        abort_world(status)
+    status = _run_policy(parser, argv)
+    abort_world(status)  # nothing unless the command failed under MPI
     return status
 
 

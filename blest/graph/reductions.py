@@ -155,7 +155,8 @@ def plan_sources(graph: Graph, vertices: Any) -> SourcePlan:
     users = np.asarray(vertices, dtype=np.int64).ravel()
     wanted, inverse = _unique(users)
     ptr, idx = graph.in_ptr, graph.in_idx
-    deg = np.diff(ptr)[wanted]
+    degree = np.diff(ptr)
+    deg = degree[wanted]
     how = np.where(deg == 0, ALONE, COPY).astype(np.int8)
     key = wanted.copy()
     twins = 0
@@ -164,12 +165,12 @@ def plan_sources(graph: Graph, vertices: Any) -> SourcePlan:
         ones = np.flatnonzero(deg == 1)
         hub[ones] = idx[ptr[wanted[ones]]]
         leaf = np.zeros(wanted.size, dtype=bool)
-        leaf[ones] = np.diff(ptr)[hub[ones]] > 1
+        leaf[ones] = degree[hub[ones]] > 1
         how[leaf] = LEAF
         key[leaf] = hub[leaf]
         rows = _unique(key[how != ALONE])[0]
         rep = rows.copy()
-        small = np.diff(ptr)[rows] <= TWIN_MAX_DEGREE  # twins have equal degrees
+        small = degree[rows] <= TWIN_MAX_DEGREE  # twins have equal degrees
         rep[small] = twin_classes(graph, rows[small])
         moved = rep != rows
         key[how != ALONE] = rep[np.searchsorted(rows, key[how != ALONE])]

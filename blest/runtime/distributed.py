@@ -55,7 +55,7 @@ from blest.runtime.local_workers import (
     run_local_workers,
     stop_workers,
 )
-from blest.runtime.mpi import abort_world, local_rank, mpi_world
+from blest.runtime.mpi import abort_world, is_mpi4py, local_rank, mpi_world
 
 __all__ = [
     "SUM",
@@ -156,7 +156,7 @@ def job_progress(
 # ---------------------------------------------------------------------------- reduction
 def _sum_op(comm: Any) -> Any:
     """``MPI.SUM`` for an mpi4py communicator, else the comm's own ``SUM`` or :data:`SUM`."""
-    if type(comm).__module__.startswith("mpi4py"):
+    if is_mpi4py(comm):
         from mpi4py import MPI
 
         return MPI.SUM

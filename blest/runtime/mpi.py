@@ -11,7 +11,14 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["LOCAL_RANK_ENV_VARS", "MPI_ENV_VARS", "abort_world", "local_rank", "mpi_world"]
+__all__ = [
+    "LOCAL_RANK_ENV_VARS",
+    "MPI_ENV_VARS",
+    "abort_world",
+    "is_mpi4py",
+    "local_rank",
+    "mpi_world",
+]
 
 #: Environment variables that MPI launchers (Open MPI, MPICH / Hydra, PMIx, Intel MPI) set.
 MPI_ENV_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
@@ -68,9 +75,14 @@ def local_rank(comm: Any, rank: int) -> int:
     return rank
 
 
+def is_mpi4py(comm: Any) -> bool:
+    """Whether ``comm`` is an mpi4py communicator (else one of blest's own)."""
+    return type(comm).__module__.startswith("mpi4py")
+
+
 def _shared_type(comm: Any) -> Any:
     """``MPI.COMM_TYPE_SHARED`` for an mpi4py communicator, else the comm's own (None: none)."""
-    if type(comm).__module__.startswith("mpi4py"):
+    if is_mpi4py(comm):
         from mpi4py import MPI
 
         return MPI.COMM_TYPE_SHARED
